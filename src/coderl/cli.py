@@ -1,0 +1,73 @@
+"""The one `coderl` command. Each package contributes its subcommands through a `register`
+function in its own `cli` module, so this file only dispatches and turns errors into one line."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from collections.abc import Sequence
+
+from coderl import __version__
+from coderl.errors import BadRequest, CoderlError
+
+# Modules with `register(subparsers: argparse._SubParsersAction) -> None`. Keep them cheap to
+# import: heavy imports belong inside the handlers.
+COMMAND_MODULES: tuple[str, ...] = (
+    "coderl.sandbox.cli",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="coderl", description=__doc__.split("\n")[0])
+    parser.add_argument("--version", action="version", version=f"coderl {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    subparsers.required = True
+    for module in COMMAND_MODULES:
+        importlib.import_module(module).register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run a subcommand; errors become one line on stderr and a non-zero exit code.
+
+    Exit codes: 0 ok, 1 the work ran and failed (or an unexpected internal error), 2 bad input,
+    3 sandbox/infrastructure error, 130 interrupted. ``CODERL_DEBUG=1`` shows tracebacks.
+    """
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        result = args.func(args)
+    except KeyboardInterrupt:
+        print("coderl: interrupted", file=sys.stderr)
+        return 130
+    except BadRequest as exc:
+        _debug()
+        print(f"coderl: error: {exc}", file=sys.stderr)
+        return 2
+    except CoderlError as exc:
+        _debug()
+        print(f"coderl: error: {exc}", file=sys.stderr)
+        return 3
+    except (FileNotFoundError, PermissionError, IsADirectoryError, ValueError) as exc:
+        _debug()
+        print(f"coderl: error: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # last resort: one line, never a bare traceback
+        _debug()
+        print(f"coderl: internal error: {type(exc).__name__}: {exc} (set CODERL_DEBUG=1 for details)",
+              file=sys.stderr)
+        return 1
+    return int(result or 0)
+
+
+def _debug() -> None:
+    if os.environ.get("CODERL_DEBUG"):
+        import traceback
+
+        traceback.print_exc()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

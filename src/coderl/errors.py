@@ -1,0 +1,88 @@
+"""The one exception tree of coderl.
+
+Errors are split by who is at fault, like isolate's RE/XX split. A *program's* failure (wrong
+answer, crash, timeout) is never an exception: it is a status in a result record. Exceptions are
+for the two other parties::
+
+    CoderlError
+    ├── BadRequest               the caller's fault: fix the request (HTTP 4xx, CLI exit 2)
+    │   ├── UnknownLanguage      language not supported or its toolchain is missing
+    │   ├── InvalidTestSpec      tests in a form we cannot read (names what is wrong)
+    │   ├── UnsupportedProblem   e.g. interactive problems
+    │   └── NoCodeFound          a model response holds no program to run
+    ├── SandboxError             our fault: infrastructure, retry or drop the sample (HTTP 503)
+    │   ├── IsolationUnavailable the host cannot provide the security boundary
+    │   ├── SlotFailure          a runner died, hung or answered nonsense
+    │   └── Overloaded           the bounded queue is full (HTTP 429)
+    └── ServiceError             talking to a coderl service over HTTP failed (client side)
+        └── ServiceUnavailable   connection refused/reset, 429/503/504 after all retries
+"""
+
+from __future__ import annotations
+
+
+class CoderlError(Exception):
+    """Base of every error coderl raises on purpose."""
+
+
+class BadRequest(CoderlError):
+    """The request is malformed; retrying it unchanged will fail again."""
+
+
+class UnknownLanguage(BadRequest):
+    def __init__(self, language: str, supported: list[str] | tuple[str, ...]) -> None:
+        self.language = language
+        self.supported = list(supported)
+        super().__init__(f"unknown language {language!r}; supported: {', '.join(sorted(supported))}")
+
+
+class InvalidTestSpec(BadRequest):
+    """Tests that cannot be parsed; the message names the field and what is wrong with it."""
+
+
+class UnsupportedProblem(BadRequest):
+    """A problem kind we deliberately do not judge (interactive problems)."""
+
+
+class NoCodeFound(BadRequest):
+    """A model response without any program in it."""
+
+
+class SandboxError(CoderlError):
+    """The sandbox failed, not the program: the caller should retry or drop the sample."""
+
+
+class IsolationUnavailable(SandboxError):
+    """The host lacks a kernel feature the security boundary needs."""
+
+
+class SlotFailure(SandboxError):
+    """An isolated runner died, hung, or broke the protocol."""
+
+
+class Overloaded(SandboxError):
+    """The bounded work queue is full; retry after a short delay."""
+
+
+class ServiceError(CoderlError):
+    """A request to a coderl service failed on the transport or HTTP level."""
+
+
+class ServiceUnavailable(ServiceError):
+    """The service could not be reached or kept refusing work after every retry."""
+
+
+__all__ = [
+    "BadRequest",
+    "CoderlError",
+    "InvalidTestSpec",
+    "IsolationUnavailable",
+    "NoCodeFound",
+    "Overloaded",
+    "SandboxError",
+    "ServiceError",
+    "ServiceUnavailable",
+    "SlotFailure",
+    "UnknownLanguage",
+    "UnsupportedProblem",
+]

@@ -1,0 +1,97 @@
+"""The one normalised test schema every adapter produces and every judge mode consumes.
+
+JSON form (``TestSpec.model_dump(mode="json")``), one of three modes::
+
+    {"mode": "stdio",    "cases": [{"input": "1 2\\n", "output": "3\\n"}],
+     "compare": {"float_abs_tol": null, ...}, "checker": null}
+    {"mode": "function", "fn_name": "twoSum", "cases": [{"args": [[2, 7], 9], "output": [0, 1]}],
+     "compare": {...}}
+    {"mode": "assert",   "setup_code": "import math", "cases": [{"code": "assert f(1) == 2"}]}
+
+`function` cases hold the positional arguments as JSON values and the *unwrapped* return value.
+`assert` cases are test snippets appended to the program (HumanEval's ``check(entry)`` or one MBPP
+assert each). A `checker` (stdio only) is a special judge that decides instead of `compare`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+SCHEMA_VERSION = "coderl.tests/v1"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class CompareOptions(_Strict):
+    """How a stdio output or a function return value is compared to the expected one.
+
+    The default is LiveCodeBench-exact: strip, split lines, strip each, equal line count, per line
+    exact or equal as Decimal tokens. Tolerances are opt-in (training may want 1e-6).
+    """
+
+    float_abs_tol: float | None = Field(default=None, ge=0)
+    float_rel_tol: float | None = Field(default=None, ge=0)
+    case_insensitive: bool = False
+    whitespace_tokens: bool = False  # compare whitespace-separated tokens, ignoring line structure
+
+
+class Checker(_Strict):
+    """A special judge. ``kind=program``: testlib-style program in any supported language, run
+    with files ``input.txt``, ``output.txt`` (contestant), ``answer.txt`` (expected); exit 0 =
+    accepted. ``kind=python_function``: source defining ``check(input, output, answer) -> bool``
+    (or ``(bool, message)``)."""
+
+    kind: Literal["program", "python_function"] = "program"
+    language: str = "python"
+    code: str = Field(min_length=1)
+
+
+class StdioCase(_Strict):
+    input: str
+    output: str
+
+
+class FunctionCase(_Strict):
+    args: list[Any]
+    output: Any
+
+
+class AssertCase(_Strict):
+    code: str = Field(min_length=1)
+
+
+class TestSpec(_Strict):
+    mode: Literal["stdio", "function", "assert"]
+    cases: list[StdioCase] | list[FunctionCase] | list[AssertCase]
+    fn_name: str | None = None
+    setup_code: str = ""
+    compare: CompareOptions = CompareOptions()
+    checker: Checker | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _cases_match_mode(cls, data: Any) -> Any:
+        if isinstance(data, dict) and isinstance(data.get("cases"), list):
+            case_type = {"stdio": StdioCase, "function": FunctionCase, "assert": AssertCase}.get(
+                data.get("mode")
+            )
+            if case_type is not None:
+                data = dict(data)
+                data["cases"] = [
+                    c if isinstance(c, case_type) else case_type.model_validate(c) for c in data["cases"]
+                ]
+        return data
+
+    @model_validator(mode="after")
+    def _check(self) -> TestSpec:
+        if not self.cases:
+            raise ValueError("cases: at least one test case is required")
+        if self.mode == "function" and not self.fn_name:
+            raise ValueError("fn_name: required when mode is 'function'")
+        if self.checker is not None and self.mode != "stdio":
+            raise ValueError("checker: a special judge applies to mode 'stdio' only")
+        return self
