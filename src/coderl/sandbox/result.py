@@ -13,6 +13,7 @@ Field names are the JSON API's. A field that does not apply is ``None``.
 | stdout / stderr    | captured bytes, cut at the output limit                                       |
 | stdout_truncated   | output went past the limit (status is then output_limit for stdout)           |
 | message            | human text: why a sandbox error happened, which limit hit, ...                |
+| files              | files fetched from the work dir after the run (RunInput.fetch)                |
 
 ``sandbox_error`` is ours, never the program's fault: callers retry or drop it, never score it.
 """
@@ -78,6 +79,7 @@ class RunResult:
     stdout_truncated: bool = False
     stderr_truncated: bool = False
     message: str = ""
+    files: dict[str, bytes] = field(default_factory=dict)  # fetched from the work dir after the run
 
     @property
     def ok(self) -> bool:
@@ -95,6 +97,7 @@ class RunResult:
         """JSON-ready dict; output bytes decoded as UTF-8 with replacement when ``text``."""
         data = dataclasses.asdict(self)
         data["status"] = self.status.value
+        data.pop("files")
         if text:
             data["stdout"] = self.stdout.decode("utf-8", "replace")
             data["stderr"] = self.stderr.decode("utf-8", "replace")
