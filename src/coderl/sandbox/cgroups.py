@@ -1,0 +1,191 @@
+"""Per-slot cgroups for the memory and process limits (v2 or v1), with a documented fallback.
+
+Why cgroups and not RLIMIT_AS: an address-space limit breaks numpy/OpenBLAS, the JVM and Go, which
+reserve far more virtual memory than they touch. A cgroup limits what is really resident (tmpfs
+files written by the program included), and its OOM counter tells a memory-limit kill apart from a
+crash. Each slot runs one test at a time, so the slot's group is the test's group: the engine sets
+the limit before each test and reads the OOM counter after it.
+
+Fallback (no writable cgroup hierarchy, e.g. an unprivileged container without delegation): the
+runner polls the resident memory of the slot's processes every 10 ms and kills over the limit.
+That is weaker (a fast allocation can overshoot between polls) and `coderl sandbox doctor` says so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+V1_ROOT = Path("/sys/fs/cgroup")
+_OOM_KILL = re.compile(rb"^oom_kill (\d+)$", re.M)
+
+
+@dataclass(frozen=True)
+class CgroupSupport:
+    version: str  # "v2", "v1" or "none"
+    detail: str
+
+
+class SlotCgroup:
+    """One slot's group(s). ``procs_files`` are where the slot's first process writes its pid."""
+
+    def __init__(self, version: str, dirs: dict[str, Path]) -> None:
+        self.version = version
+        self.dirs = dirs  # controller -> directory ("unified" for v2)
+        self._applied: tuple[int, int] | None = None
+
+    @property
+    def procs_files(self) -> list[str]:
+        return [str(d / "cgroup.procs") for d in self.dirs.values()]
+
+    def set_limits(self, memory_bytes: int, pids: int) -> None:
+        if self._applied == (memory_bytes, pids):
+            return
+        if self.version == "v2":
+            d = self.dirs["unified"]
+            _write(d / "memory.max", str(memory_bytes))
+            _write(d / "memory.swap.max", "0", missing_ok=True)
+            _write(d / "pids.max", str(pids))
+        else:
+            mem = self.dirs["memory"]
+            _write(mem / "memory.limit_in_bytes", str(memory_bytes))
+            _write(mem / "memory.memsw.limit_in_bytes", str(memory_bytes), missing_ok=True)
+            _write(self.dirs["pids"] / "pids.max", str(pids))
+        self._applied = (memory_bytes, pids)
+
+    def oom_kills(self) -> int:
+        path = (self.dirs["unified"] / "memory.events") if self.version == "v2" else (
+            self.dirs["memory"] / "memory.oom_control")
+        try:
+            match = _OOM_KILL.search(path.read_bytes())
+        except OSError:
+            return 0
+        return int(match.group(1)) if match else 0
+
+    def kill_all(self) -> None:
+        """Last-resort cleanup: SIGKILL whatever is still in the group."""
+        if self.version == "v2":
+            _write(self.dirs["unified"] / "cgroup.kill", "1", missing_ok=True)
+            return
+        for d in self.dirs.values():
+            with contextlib.suppress(OSError):
+                for pid in (d / "cgroup.procs").read_text().split():
+                    with contextlib.suppress(OSError):
+                        os.kill(int(pid), 9)
+
+    def remove(self) -> None:
+        self.kill_all()
+        for d in self.dirs.values():
+            for _ in range(200):
+                try:
+                    d.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:  # still busy: processes exiting
+                    time.sleep(0.01)
+
+
+class CgroupManager:
+    """Creates ``coderl-<pid>/slot<N>`` groups and removes them (and stale ones) again."""
+
+    def __init__(self, root: Path = V1_ROOT) -> None:
+        self.root = root
+        self.support = detect(root)
+        self.base_name = f"coderl-{os.getpid()}"
+        self._bases: list[Path] = []
+
+    @property
+    def available(self) -> bool:
+        return self.support.version != "none"
+
+    def start(self) -> None:
+        if not self.available:
+            return
+        self._remove_stale()
+        if self.support.version == "v2":
+            _enable_v2_controllers(self.root)
+            self._bases = [self.root / self.base_name]
+            self._bases[0].mkdir(exist_ok=True)
+            _write(self._bases[0] / "cgroup.subtree_control", "+memory +pids")
+        else:
+            self._bases = [self.root / c / self.base_name for c in ("memory", "pids")]
+            for b in self._bases:
+                b.mkdir(exist_ok=True)
+
+    def slot(self, index: int) -> SlotCgroup:
+        name = f"slot{index}"
+        if self.support.version == "v2":
+            d = self._bases[0] / name
+            d.mkdir(exist_ok=True)
+            return SlotCgroup("v2", {"unified": d})
+        dirs = {c: self.root / c / self.base_name / name for c in ("memory", "pids")}
+        for d in dirs.values():
+            d.mkdir(exist_ok=True)
+        _write(dirs["memory"] / "memory.swappiness", "0", missing_ok=True)
+        return SlotCgroup("v1", dirs)
+
+    def close(self) -> None:
+        for b in self._bases:
+            for child in b.glob("slot*"):
+                if child.is_dir():
+                    SlotCgroup(self.support.version, {"x": child}).remove()
+            with contextlib.suppress(OSError):
+                b.rmdir()
+        self._bases = []
+
+    def _remove_stale(self) -> None:
+        parents = [self.root] if self.support.version == "v2" else [self.root / "memory", self.root / "pids"]
+        for parent in parents:
+            for base in parent.glob("coderl-*"):
+                pid = base.name.removeprefix("coderl-")
+                if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+                    for child in base.glob("slot*"):
+                        SlotCgroup(self.support.version, {"x": child}).remove()
+                    with contextlib.suppress(OSError):
+                        base.rmdir()
+
+
+def detect(root: Path = V1_ROOT) -> CgroupSupport:
+    """Which hierarchy we can use: a writable v2 with memory+pids, else writable v1, else none."""
+    controllers = root / "cgroup.controllers"
+    if controllers.exists():
+        have = controllers.read_text().split()
+        if {"memory", "pids"} <= set(have) and os.access(root, os.W_OK):
+            return CgroupSupport("v2", f"cgroup v2 at {root} (memory, pids)")
+        return CgroupSupport("none", f"cgroup v2 at {root} lacks memory/pids or is read-only")
+    mem, pids = root / "memory", root / "pids"
+    if (mem / "memory.limit_in_bytes").exists() and (pids / "cgroup.procs").exists():
+        if os.access(mem, os.W_OK) and os.access(pids, os.W_OK):
+            return CgroupSupport("v1", f"cgroup v1 at {mem} and {pids}")
+        return CgroupSupport("none", "cgroup v1 memory/pids hierarchies are read-only")
+    return CgroupSupport("none", "no cgroup memory controller mounted")
+
+
+def _enable_v2_controllers(root: Path) -> None:
+    """The v2 "no internal processes" rule: move the root's processes into a leaf first."""
+    enabled = (root / "cgroup.subtree_control").read_text().split()
+    if {"memory", "pids"} <= set(enabled):
+        return
+    leaf = root / "coderl-init"
+    leaf.mkdir(exist_ok=True)
+    for pid in (root / "cgroup.procs").read_text().split():
+        with contextlib.suppress(OSError):
+            _write(leaf / "cgroup.procs", pid)
+    _write(root / "cgroup.subtree_control", "+memory +pids")
+
+
+def _write(path: Path, value: str, *, missing_ok: bool = False) -> None:
+    try:
+        with open(path, "w") as fh:
+            fh.write(value)
+    except FileNotFoundError:
+        if not missing_ok:
+            raise
+    except OSError:
+        if not missing_ok:
+            raise

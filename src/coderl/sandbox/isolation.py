@@ -1,0 +1,84 @@
+"""The bubblewrap command line of a slot: what the sandbox sees of the host, and nothing more.
+
+Namespaces: user, pid, net, mount, ipc, uts, cgroup (all new); uid/gid 65534; every capability
+dropped; no_new_privs (bubblewrap sets it for the seccomp filter); no further user namespaces.
+Filesystem: /usr (and the merged-usr links), the sandbox Python and toolchains read-only, a few
+/etc files the runtimes need (not passwd/shadow/hosts), fresh /proc and /dev, and size-capped
+tmpfs for the work dir /box, /tmp and /dev/shm. The environment is cleared. Network: only the
+namespace's own loopback, which reaches nothing on the host.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterable
+from importlib import resources
+
+from coderl.sandbox.pythonenv import sandbox_python, sandbox_python_prefix
+
+BOX = "/box"
+SCRATCH = ("/tmp", "/dev/shm")
+RUNNER_PATH_INSIDE = "/coderl/runner.py"
+SANDBOX_UID = 65534
+_ETC = ("/etc/alternatives", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime",
+        "/etc/java-17-openjdk", "/etc/java-21-openjdk", "/etc/ssl/certs/java")
+
+
+def runner_path() -> str:
+    return str(resources.files("coderl.sandbox") / "runner.py")
+
+
+def bwrap_path() -> str | None:
+    return shutil.which("bwrap")
+
+
+def _root_links() -> list[str]:
+    args: list[str] = ["--ro-bind", "/usr", "/usr"]
+    for path in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
+        if os.path.islink(path):
+            args += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            args += ["--ro-bind", path, path]
+    return args
+
+
+def bwrap_argv(*, seccomp_fd: int, extra_binds: Iterable[str], tmpfs_mb: int) -> list[str]:
+    """The full argv that starts a slot's runner inside the sandbox."""
+    bwrap = bwrap_path()
+    if bwrap is None:
+        raise FileNotFoundError("bwrap not found")
+    args = [
+        bwrap,
+        "--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
+        "--unshare-cgroup-try", "--disable-userns",
+        "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--hostname", "sandbox",
+        "--cap-drop", "ALL", "--die-with-parent", "--new-session", "--as-pid-1",
+        "--clearenv", "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin", "--setenv", "HOME", "/tmp",
+        "--setenv", "LANG", "C.UTF-8", "--setenv", "TMPDIR", "/tmp",
+        *_root_links(),
+    ]
+    for path in _ETC:
+        args += ["--ro-bind-try", path, path]
+    seen = set()
+    for path in (sandbox_python_prefix(), *extra_binds):
+        if path and not path.startswith("/usr/") and path not in seen and os.path.exists(path):
+            seen.add(path)
+            args += ["--ro-bind", path, path]
+    size = str(tmpfs_mb * 1024 * 1024)
+    args += [
+        "--ro-bind", runner_path(), RUNNER_PATH_INSIDE,
+        "--proc", "/proc", "--dev", "/dev",
+        "--size", size, "--tmpfs", BOX,
+        "--size", size, "--tmpfs", "/tmp",
+        "--size", str(min(tmpfs_mb, 256) * 1024 * 1024), "--tmpfs", "/dev/shm",
+        "--chdir", BOX,
+        "--seccomp", str(seccomp_fd),
+        "--", sandbox_python(), "-I", RUNNER_PATH_INSIDE, ":".join((BOX, *SCRATCH)), "pidns",
+    ]
+    return args
+
+
+def unisolated_argv(box: str, scratch: str) -> list[str]:
+    """``--isolation none``: the runner as a plain child process. No boundary at all."""
+    return [sandbox_python(), "-I", runner_path(), f"{box}:{scratch}", "nopidns"]

@@ -1,0 +1,28 @@
+"""The language registry: name or alias -> Language class."""
+
+from __future__ import annotations
+
+from coderl.errors import UnknownLanguage
+from coderl.sandbox.languages.base import Language, LanguageInfo
+from coderl.sandbox.languages.c import C
+from coderl.sandbox.languages.cpp import Cpp
+from coderl.sandbox.languages.go import Go
+from coderl.sandbox.languages.java import Java
+from coderl.sandbox.languages.javascript import JavaScript
+from coderl.sandbox.languages.python import Python
+from coderl.sandbox.languages.rust import Rust
+
+ALL: tuple[type[Language], ...] = (Python, C, Cpp, Java, JavaScript, Go, Rust)
+_BY_NAME = {alias: lang for lang in ALL for alias in (lang.name, *lang.aliases)}
+
+
+def resolve(name: str, available: dict[str, type[Language]] | None = None) -> type[Language]:
+    """The language for a name or alias (case-insensitive); UnknownLanguage names the choices."""
+    choices = available if available is not None else {lang.name: lang for lang in ALL}
+    lang = _BY_NAME.get(str(name).strip().lower())
+    if lang is None or lang.name not in choices:
+        raise UnknownLanguage(str(name), list(choices))
+    return lang
+
+
+__all__ = ["ALL", "Language", "LanguageInfo", "resolve"]

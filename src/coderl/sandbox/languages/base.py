@@ -1,0 +1,80 @@
+"""One small class per language, configured by class attributes (DMOJ style).
+
+A language says how to compile once and how to run many times, what to bind into the sandbox,
+and carries a self-test program that `coderl sandbox doctor` runs through the real sandbox.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from dataclasses import dataclass
+from typing import ClassVar
+
+
+@dataclass(frozen=True)
+class LanguageInfo:
+    name: str
+    version: str
+    compiled: bool
+    aliases: tuple[str, ...] = ()
+
+
+class Language:
+    name: ClassVar[str]
+    aliases: ClassVar[tuple[str, ...]] = ()
+    source_name: ClassVar[str]
+    #: argv templates run inside the sandbox, in the work dir /box
+    compile_argv: ClassVar[tuple[str, ...] | None] = None
+    run_argv: ClassVar[tuple[str, ...]]
+    #: files the compile step produces that every run needs (read back and replayed per run)
+    artifacts: ClassVar[tuple[str, ...]] = ()
+    #: host command printing the toolchain version; its first word must resolve on PATH
+    version_argv: ClassVar[tuple[str, ...]]
+    env: ClassVar[dict[str, str]] = {}
+    #: prints "hello, coderl" and exits 0
+    hello: ClassVar[str]
+    warm_python: ClassVar[bool] = False
+    #: memory the runtime itself needs on top of the program's limit (the JVM's metaspace, ...)
+    memory_overhead_mb: ClassVar[int] = 0
+
+    @classmethod
+    def extra_binds(cls) -> tuple[str, ...]:
+        """Host paths (besides /usr and the Python install) the toolchain needs read-only."""
+        return ()
+
+    @classmethod
+    def available(cls) -> bool:
+        return shutil.which(cls.version_argv[0]) is not None
+
+    @classmethod
+    def version(cls) -> str:
+        try:
+            done = subprocess.run(cls.version_argv, capture_output=True, text=True, timeout=20)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"unknown ({exc})"
+        text = (done.stdout or done.stderr).strip().splitlines()
+        return text[0] if text else "unknown"
+
+    @classmethod
+    def info(cls) -> LanguageInfo:
+        return LanguageInfo(cls.name, cls.version(), cls.compile_argv is not None, cls.aliases)
+
+    @classmethod
+    def source_for(cls, source: str) -> tuple[str, str]:
+        """(file name, source) to write; Java overrides it to name the file after the class."""
+        return cls.source_name, source
+
+    @classmethod
+    def recipe(cls, source_name: str, memory_mb: int) -> dict:
+        """What the runner needs to know: plain data, sent over the protocol."""
+        fill = {"src": source_name, "main": source_name.rsplit(".", 1)[0], "memory_mb": str(memory_mb)}
+        return {
+            "source": source_name,
+            "warm_python": cls.warm_python,
+            "compile": [a.format(**fill) for a in cls.compile_argv] if cls.compile_argv else None,
+            "run": [a.format(**fill) for a in cls.run_argv],
+            "artifacts": list(cls.artifacts),
+            "env": {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8",
+                    "TMPDIR": "/tmp", **cls.env},
+        }

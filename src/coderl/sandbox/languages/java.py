@@ -1,0 +1,28 @@
+from __future__ import annotations
+
+import re
+
+from coderl.sandbox.languages.base import Language
+
+_PUBLIC_CLASS = re.compile(r"^\s*public\s+(?:final\s+|abstract\s+)*class\s+([A-Za-z_$][\w$]*)", re.M)
+
+
+class Java(Language):
+    """The file is named after the public class (Main when there is none); the JVM gets a heap
+    cap from the memory limit and a serial GC so it starts few threads."""
+
+    name = "java"
+    source_name = "Main.java"
+    compile_argv = ("/usr/bin/javac", "-J-Xss64m", "-J-XX:+UseSerialGC", "-encoding", "UTF-8", "-d", "classes",
+                    "{src}")
+    run_argv = ("/usr/bin/java", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss64m",
+                "-Xmx{memory_mb}m", "-XX:-UsePerfData", "-Xshare:auto", "-cp", "classes", "{main}")
+    artifacts = ("classes",)
+    version_argv = ("java", "-version")
+    memory_overhead_mb = 192
+    hello = 'public class Main { public static void main(String[] a) { System.out.println("hello, coderl"); } }\n'
+
+    @classmethod
+    def source_for(cls, source: str) -> tuple[str, str]:
+        match = _PUBLIC_CLASS.search(source)
+        return (f"{match.group(1)}.java" if match else cls.source_name), source
