@@ -52,8 +52,12 @@ class SlotCgroup:
             _write(d / "pids.max", str(pids))
         else:
             mem = self.dirs["memory"]
-            _write(mem / "memory.limit_in_bytes", str(memory_bytes))
-            _write(mem / "memory.memsw.limit_in_bytes", str(memory_bytes), missing_ok=True)
+            # v1 insists on memory <= memory+swap at every moment: raise memsw first, lower it last.
+            order = ["memory.limit_in_bytes", "memory.memsw.limit_in_bytes"]
+            if self._applied is not None and memory_bytes > self._applied[0]:
+                order.reverse()
+            for name in order:
+                _write(mem / name, str(memory_bytes), missing_ok=name.startswith("memory.memsw"))
             _write(self.dirs["pids"] / "pids.max", str(pids))
         self._applied = (memory_bytes, pids)
 

@@ -72,6 +72,7 @@ def bwrap_argv(*, seccomp_fd: int, extra_binds: Iterable[str], tmpfs_mb: int) ->
         "--size", size, "--tmpfs", BOX,
         "--size", size, "--tmpfs", "/tmp",
         "--size", str(min(tmpfs_mb, 256) * 1024 * 1024), "--tmpfs", "/dev/shm",
+        "--remount-ro", "/",  # bubblewrap's root is a tmpfs: read-only, or it would carry state
         "--chdir", BOX,
         "--seccomp", str(seccomp_fd),
         "--", sandbox_python(), "-I", RUNNER_PATH_INSIDE, ":".join((BOX, *SCRATCH)), "pidns",

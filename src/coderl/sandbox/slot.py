@@ -148,7 +148,11 @@ class Slot:
     def _wire_limits(self, limits: Limits, memory_overhead_mb: int) -> dict:
         effective_mb = limits.memory_mb + memory_overhead_mb
         if self.cgroup is not None:
-            self.cgroup.set_limits((effective_mb + _RUNNER_OVERHEAD_MB) << 20, limits.max_processes + 4)
+            try:
+                self.cgroup.set_limits((effective_mb + _RUNNER_OVERHEAD_MB) << 20, limits.max_processes + 4)
+            except OSError as exc:
+                self.healthy = False
+                raise SlotFailure(f"slot {self.index}: cannot set cgroup limits: {exc}") from exc
         return {**limits.to_dict(), "memory_mb": effective_mb, "cgroup_memory": self.uses_cgroup_memory}
 
     @staticmethod

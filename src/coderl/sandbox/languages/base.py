@@ -66,9 +66,14 @@ class Language:
         return cls.source_name, source
 
     @classmethod
+    def placeholders(cls, source_name: str, memory_mb: int) -> dict[str, str]:
+        """Values for the ``{name}`` fields of the argv templates."""
+        return {"src": source_name, "main": source_name.rsplit(".", 1)[0], "memory_mb": str(memory_mb)}
+
+    @classmethod
     def recipe(cls, source_name: str, memory_mb: int) -> dict:
         """What the runner needs to know: plain data, sent over the protocol."""
-        fill = {"src": source_name, "main": source_name.rsplit(".", 1)[0], "memory_mb": str(memory_mb)}
+        fill = cls.placeholders(source_name, memory_mb)
         return {
             "source": source_name,
             "warm_python": cls.warm_python,

@@ -29,8 +29,11 @@ class Go(Language):
         return os.path.dirname(os.path.dirname(os.path.realpath(go)))
 
     @classmethod
+    def placeholders(cls, source_name: str, memory_mb: int) -> dict[str, str]:
+        return {**super().placeholders(source_name, memory_mb), "goroot": cls.goroot()}
+
+    @classmethod
     def recipe(cls, source_name: str, memory_mb: int) -> dict:
         recipe = super().recipe(source_name, memory_mb)
-        recipe["compile"] = [a.replace("{goroot}", cls.goroot()) for a in recipe["compile"]]
         recipe["env"]["GOROOT"] = cls.goroot()
         return recipe

@@ -38,7 +38,5 @@ class Rust(Language):
         return () if sysroot.startswith("/usr") else (sysroot,)
 
     @classmethod
-    def recipe(cls, source_name: str, memory_mb: int) -> dict:
-        recipe = super().recipe(source_name, memory_mb)
-        recipe["compile"] = [a.replace("{rustc}", cls.rustc()) for a in recipe["compile"]]
-        return recipe
+    def placeholders(cls, source_name: str, memory_mb: int) -> dict[str, str]:
+        return {**super().placeholders(source_name, memory_mb), "rustc": cls.rustc()}

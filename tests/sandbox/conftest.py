@@ -1,0 +1,24 @@
+from __future__ import annotations
+
+import pytest
+
+from coderl.sandbox import Limits, Program, RunInput
+from coderl.sandbox.blocking import BlockingEngine
+
+
+@pytest.fixture(scope="session")
+def engine():
+    """One real, fully isolated engine for the whole sandbox suite."""
+    with BlockingEngine(slots=2) as eng:
+        yield eng
+
+
+@pytest.fixture()
+def run(engine):
+    """Run a program once (or on several inputs) in the real sandbox; returns the Execution."""
+
+    def _run(source: str, *inputs: bytes | RunInput, language: str = "python", **limit_kwargs):
+        limits = Limits(**{"cpu_s": 2, "wall_s": 4, "memory_mb": 256, **limit_kwargs})
+        return engine.execute(Program(language, source), list(inputs) or [b""], limits)
+
+    return _run
