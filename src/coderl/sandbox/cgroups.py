@@ -15,13 +15,11 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 V1_ROOT = Path("/sys/fs/cgroup")
-_OOM_KILL = re.compile(rb"^oom_kill (\d+)$", re.M)
 
 
 @dataclass(frozen=True)
@@ -61,14 +59,12 @@ class SlotCgroup:
             _write(self.dirs["pids"] / "pids.max", str(pids))
         self._applied = (memory_bytes, pids)
 
-    def oom_kills(self) -> int:
-        path = (self.dirs["unified"] / "memory.events") if self.version == "v2" else (
-            self.dirs["memory"] / "memory.oom_control")
-        try:
-            match = _OOM_KILL.search(path.read_bytes())
-        except OSError:
-            return 0
-        return int(match.group(1)) if match else 0
+    @property
+    def oom_counter_file(self) -> Path:
+        """The file whose ``oom_kill N`` line counts out-of-memory kills in this group."""
+        if self.version == "v2":
+            return self.dirs["unified"] / "memory.events"
+        return self.dirs["memory"] / "memory.oom_control"
 
     def kill_all(self) -> None:
         """Last-resort cleanup: SIGKILL whatever is still in the group."""

@@ -14,36 +14,18 @@ import contextlib
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 
 from coderl.errors import IsolationUnavailable, SlotFailure
 from coderl.sandbox import isolation, languages, seccomp
 from coderl.sandbox.cgroups import CgroupManager
 from coderl.sandbox.languages import Language, LanguageInfo
+from coderl.sandbox.program import Program, RunInput
 from coderl.sandbox.result import CompileResult, Execution, Limits, RunResult
-from coderl.sandbox.slot import Slot, SlotConfig
+from coderl.sandbox.slot import NOT_RECEIVED, Slot, SlotConfig
 
 ISOLATION_MODES = ("bwrap", "none")
 COMPILE_LIMITS = Limits(cpu_s=30, wall_s=60, memory_mb=2048, max_processes=64, stdout_kb=64 * 1024,
                         stderr_kb=256, file_size_kb=256 * 1024)
-
-
-@dataclass(frozen=True)
-class Program:
-    """What to run: source in a language, plus extra files placed next to it."""
-
-    language: str
-    source: str
-    files: dict[str, bytes] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class RunInput:
-    """One run's input: stdin, files written into the work dir first, files to fetch afterwards."""
-
-    stdin: bytes = b""
-    files: dict[str, bytes] = field(default_factory=dict)
-    fetch: tuple[str, ...] = ()
 
 
 StopRule = Callable[[int, RunResult], bool]
@@ -129,8 +111,9 @@ class Engine:
         slot = await self._idle.get()
         self.busy += 1
         try:
-            return await self._execute_in(slot, lang, program, runs, limits,
-                                          compile_limits or COMPILE_LIMITS, stop, total_time_s, started)
+            slot, execution = await self._execute_in(slot, lang, program, runs, limits,
+                                                     compile_limits or COMPILE_LIMITS, stop, total_time_s, started)
+            return execution
         finally:
             self.busy -= 1
             if not slot.healthy:
@@ -139,68 +122,45 @@ class Engine:
 
     async def _execute_in(self, slot: Slot, lang: type[Language], program: Program, runs: list[RunInput],
                           limits: Limits, compile_limits: Limits, stop: StopRule | None,
-                          total_time_s: float | None, started: float) -> Execution:
+                          total_time_s: float | None, started: float) -> tuple[Slot, Execution]:
+        """Returns the slot it ended on (a failed one is replaced along the way) and the outcome."""
         source_name, source = lang.source_for(program.source)
         files = {**program.files, source_name: source.encode("utf-8", "surrogateescape")}
         recipe = lang.recipe(source_name, limits.memory_mb)
         overhead = lang.memory_overhead_mb
 
-        async def prepare(s: Slot) -> CompileResult | None:
-            return await s.prepare(recipe, files, compile_limits, overhead)
+        done: list[RunResult] = []
+        compiled: CompileResult | None | object = NOT_RECEIVED
+        failure: SlotFailure | None = None
+        for attempt in range(2):  # a failed slot is replaced and the rest resumed once
+            if attempt:
+                slot = await self._replace(slot)
+            offset = len(done)
+            budget = None if total_time_s is None else total_time_s - (time.monotonic() - started)
 
-        slot, compiled = await self._with_retry(slot, prepare)
-        if isinstance(compiled, SlotFailure):
-            error = RunResult.sandbox_error(str(compiled))
-            return Execution(language=lang.name, isolation=self.isolation,
-                             compile=CompileResult(ok=False, run=error, sandbox_error=True),
-                             results=[error] * len(runs), wall_s=time.monotonic() - started)
-        results: list[RunResult] = []
-        if compiled is not None and not compiled.ok:
-            results = [RunResult.skipped("compile error")] * len(runs)
-        stopped = ""
-        for index, item in enumerate(runs):
-            if compiled is not None and not compiled.ok:
+            def shifted(index: int, result: RunResult, offset: int = offset) -> bool:
+                return stop(index + offset, result)  # type: ignore[misc]
+
+            try:
+                got, results = await slot.execute(recipe, files, compile_limits, runs[offset:], limits, overhead,
+                                                  budget, shifted if stop is not None else None)
+                failure = None
+            except SlotFailure as exc:
+                failure, got, results = exc, exc.compile, exc.partial  # type: ignore[attr-defined]
+            if compiled is NOT_RECEIVED:
+                compiled = got
+            done += results
+            if failure is None:
                 break
-            if stopped:
-                results.append(RunResult.skipped(stopped))
-                continue
-            run_limits = limits
-            if total_time_s is not None:
-                left = total_time_s - (time.monotonic() - started)
-                if left <= 0:
-                    stopped = f"total time budget {total_time_s} s spent"
-                    results.append(RunResult.skipped(stopped))
-                    continue
-                run_limits = limits.replace(wall_s=min(limits.wall_s, max(left, 0.05)))
-
-            async def run(s: Slot, item: RunInput = item, run_limits: Limits = run_limits) -> RunResult:
-                return await s.run(item.stdin, item.files, item.fetch, run_limits, overhead)
-
-            slot, outcome = await self._with_retry(slot, run, prepare)
-            result = RunResult.sandbox_error(str(outcome)) if isinstance(outcome, SlotFailure) else outcome
-            results.append(result)
-            if stop is not None and stop(index, result):
-                stopped = "stopped after an earlier failure"
-        return Execution(language=lang.name, isolation=self.isolation, compile=compiled, results=results,
-                         wall_s=time.monotonic() - started)
-
-    async def _with_retry(self, slot: Slot, step, reprepare=None):  # type: ignore[no-untyped-def]
-        """Run ``step`` on the slot; on a slot failure replace the slot (re-preparing the program)
-        and try once more. Returns (slot now in use, result or the SlotFailure)."""
-        try:
-            return slot, await step(slot)
-        except SlotFailure:
-            pass
-        try:
-            slot = await self._replace(slot)
-            if reprepare is not None:
-                await reprepare(slot)
-            return slot, await step(slot)
-        except SlotFailure as exc:
-            return slot, exc
+        if compiled is NOT_RECEIVED:
+            compiled = CompileResult(ok=False, run=RunResult.sandbox_error(str(failure)), sandbox_error=True)
+        done += [RunResult.sandbox_error(str(failure))] * (len(runs) - len(done))
+        return slot, Execution(language=lang.name, isolation=self.isolation, compile=compiled,  # type: ignore[arg-type]
+                               results=done, wall_s=time.monotonic() - started)
 
     async def _replace(self, slot: Slot) -> Slot:
-        """A fresh slot in the same place (same cgroup); raises SlotFailure if it cannot start."""
+        """A fresh slot in the same place (same cgroup); if it cannot start it stays unhealthy and
+        its next use fails as a sandbox error, to be replaced again."""
         self.slot_restarts += 1
         await slot.stop()
         fresh = Slot(slot.index, slot.config)

@@ -43,7 +43,7 @@ def _root_links() -> list[str]:
     return args
 
 
-def bwrap_argv(*, seccomp_fd: int, extra_binds: Iterable[str], tmpfs_mb: int) -> list[str]:
+def bwrap_argv(*, seccomp_fd: int, oom_fd: int | None, extra_binds: Iterable[str], tmpfs_mb: int) -> list[str]:
     """The full argv that starts a slot's runner inside the sandbox."""
     bwrap = bwrap_path()
     if bwrap is None:
@@ -75,11 +75,13 @@ def bwrap_argv(*, seccomp_fd: int, extra_binds: Iterable[str], tmpfs_mb: int) ->
         "--remount-ro", "/",  # bubblewrap's root is a tmpfs: read-only, or it would carry state
         "--chdir", BOX,
         "--seccomp", str(seccomp_fd),
-        "--", sandbox_python(), "-I", RUNNER_PATH_INSIDE, ":".join((BOX, *SCRATCH)), "pidns",
+        "--", sandbox_python(), "-I", "-S", RUNNER_PATH_INSIDE, ":".join((BOX, *SCRATCH)), "pidns",
+        "-" if oom_fd is None else str(oom_fd),
     ]
     return args
 
 
-def unisolated_argv(box: str, scratch: str) -> list[str]:
+def unisolated_argv(box: str, scratch: str, oom_fd: int | None) -> list[str]:
     """``--isolation none``: the runner as a plain child process. No boundary at all."""
-    return [sandbox_python(), "-I", runner_path(), f"{box}:{scratch}", "nopidns"]
+    return [sandbox_python(), "-I", "-S", runner_path(), f"{box}:{scratch}", "nopidns",
+            "-" if oom_fd is None else str(oom_fd)]

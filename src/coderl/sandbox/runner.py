@@ -16,42 +16,46 @@ from the prepared files, so no state carries from one test to the next.
 Protocol (fds 10/11, raw os.read/os.write; fds 0-2 belong to the children): a frame is
 ``>I`` header length, a JSON header, then the raw blobs the header's ``"blobs"`` lengths name.
 Requests: ``prepare`` (language recipe + files; compiles; answers with the compile record) and
-``run`` (stdin + extra files + fetch list + limits; answers with the run record). Expected outputs
-never come here: judging happens outside.
+``run_batch`` (per input: stdin, extra files, fetch list; shared limits and an optional total
+budget), answered by one result frame per input as each finishes, then ``done``; the engine may
+send ``stop`` meanwhile (its stop rule saw a failure) and the rest come back skipped. Expected
+outputs never come here: judging happens outside. The slot cgroup's OOM counter arrives as a
+read-only fd, so the runner itself can tell an out-of-memory kill from other deaths.
 """
 
 from __future__ import annotations
 
+# Pre-imported so a forked Python child finds them warm (the LiveCodeBench prelude imports most).
+import bisect  # noqa: F401
 import builtins
+import collections  # noqa: F401
+import contextlib
+import copy  # noqa: F401
+import datetime  # noqa: F401
+import decimal  # noqa: F401
 import errno
+import fractions  # noqa: F401
+import functools  # noqa: F401
+import gc
+import heapq  # noqa: F401
+import io
+import itertools  # noqa: F401
 import json
 import marshal
+import math  # noqa: F401
+import operator  # noqa: F401
 import os
+import random
+import re  # noqa: F401
 import resource
 import select
 import shutil
 import signal
+import statistics  # noqa: F401
+import string  # noqa: F401
 import struct
 import sys
 import time
-
-# Pre-imported so a forked Python child finds them warm (the LiveCodeBench prelude imports most).
-import bisect  # noqa: F401
-import collections  # noqa: F401
-import copy  # noqa: F401
-import datetime  # noqa: F401
-import decimal  # noqa: F401
-import fractions  # noqa: F401
-import functools  # noqa: F401
-import heapq  # noqa: F401
-import io
-import itertools  # noqa: F401
-import math  # noqa: F401
-import operator  # noqa: F401
-import random
-import re  # noqa: F401
-import statistics  # noqa: F401
-import string  # noqa: F401
 import traceback
 import typing  # noqa: F401
 
@@ -59,6 +63,7 @@ PROTO_IN, PROTO_OUT = 10, 11
 HEADER = struct.Struct(">I")
 MAX_HEADER = 16 * 1024 * 1024
 STATUS_MEMORY_ERROR = b"M"
+IN_RUNNER_COMPILE_BYTES = 256 * 1024
 
 
 # ---------------------------------------------------------------- framing (shared with the engine)
@@ -156,11 +161,13 @@ def _make_writable_and_retry(func, path, _exc) -> None:  # type: ignore[no-untyp
 
 # ---------------------------------------------------------------- one child process
 class Runner:
-    def __init__(self, box: str, scratch: list[str], pid_namespace: bool) -> None:
+    def __init__(self, box: str, scratch: list[str], pid_namespace: bool, oom_fd: int | None = None) -> None:
+        self.oom_fd = oom_fd
         self.work = WorkDir(box, scratch)
         self.pid_namespace = pid_namespace
         self.recipe: dict = {}
         self.code = None  # compiled Python code object, for warm runs
+        self.prepared = False
 
     # -- requests
     def prepare(self, header: dict, blobs: list[bytes]) -> tuple[dict, list[bytes]]:
@@ -169,10 +176,14 @@ class Runner:
         self.work.files = dict(zip(names, blobs, strict=True))
         self.work.executables = set()
         self.code = None
+        self.prepared = False
         limits = header["limits"]
         if self.recipe.get("warm_python"):
-            return self._compile_python(limits)
+            reply, blobs = self._compile_python(limits)
+            self.prepared = reply["ok"]
+            return reply, blobs
         if not self.recipe.get("compile"):
+            self.prepared = True
             return {"ok": True}, []
         record, out, err = self._spawn(self.recipe["compile"], b"", {}, limits, keep_files=True)
         ok = record["status"] == "ok" and record["exit_code"] == 0
@@ -193,13 +204,25 @@ class Runner:
                     ok = False
                     err += f"\ncompiler produced no {rel}".encode()
         self.work.wipe()
+        self.prepared = ok
         return {"ok": ok, "run": record}, [out, err]
 
     def _compile_python(self, limits: dict) -> tuple[dict, list[bytes]]:
-        """Compile in a throw-away child (a parser crash must not take the runner down) and ship
-        the code object back marshalled, so every test forks from a runner that holds it."""
+        """Compile once; every test forks from a runner that holds the code object. Small sources
+        compile right here (CPython's parser and compiler turn hostile nesting into SyntaxError or
+        RecursionError); big ones in a throw-away child, so a parser blow-up cannot take the runner
+        down, and the code object comes back marshalled."""
         source = self.work.files[self.recipe["source"]]
         filename = "/box/" + self.recipe["source"]
+        if len(source) <= IN_RUNNER_COMPILE_BYTES:
+            started = time.monotonic()
+            try:
+                self.code = compile(source, filename, "exec", dont_inherit=True)
+            except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError) as exc:
+                msg = "".join(traceback.format_exception_only(type(exc), exc)).encode("utf-8", "replace")
+                return {"ok": False, "run": _compile_record("runtime_error", time.monotonic() - started)}, [b"", msg]
+            gc.freeze()  # the forked children's collector will not touch (and so copy) these pages
+            return {"ok": True, "run": _compile_record("ok", time.monotonic() - started)}, [b"", b""]
 
         def compile_child(_status_fd: int) -> None:
             try:
@@ -212,21 +235,46 @@ class Runner:
         record, out, err = self._spawn(None, b"", {}, limits, keep_files=True, target=compile_child)
         if record["status"] == "ok" and out.startswith(b"C"):
             self.code = marshal.loads(out[1:])
+            gc.freeze()
             self.work.wipe()
             return {"ok": True, "run": record}, [b"", b""]
         self.work.wipe()
         message = out[1:] if out.startswith(b"E") else err
         return {"ok": False, "run": record}, [b"", message]
 
-    def run(self, header: dict, blobs: list[bytes]) -> tuple[dict, list[bytes]]:
-        stdin, *extra = blobs
-        files = dict(zip(header.get("files", []), extra, strict=True))
-        target = self._python_child if self.code is not None else None
-        record, out, err = self._spawn(self.recipe.get("run"), stdin, files, header["limits"],
-                                       target=target, fetch=header.get("fetch", []))
-        fetched = record.pop("fetched", {})
-        record["fetch_names"] = list(fetched)
-        return record, [out, err, *fetched.values()]
+    def run_batch(self, header: dict, blobs: list[bytes]) -> tuple[dict, list[bytes]]:
+        """Run every input in order, streaming one result frame each; a ``stop`` frame from the
+        engine (or the spent budget) turns the rest into skipped records. Ends with ``done``."""
+        limits = header["limits"]
+        budget = header.get("budget_s")
+        started = time.monotonic()
+        stopped = ""
+        pos = 0
+        if not self.prepared:
+            stopped = "compile error"
+        for index, run in enumerate(header["runs"]):
+            stdin = blobs[pos]
+            files = dict(zip(run["files"], blobs[pos + 1:pos + 1 + len(run["files"])], strict=True))
+            pos += 1 + len(run["files"])
+            if not stopped and _stop_requested():
+                stopped = "stopped after an earlier failure"
+            run_limits = limits
+            if not stopped and budget is not None:
+                left = budget - (time.monotonic() - started)
+                if left <= 0:
+                    stopped = f"total time budget {budget} s spent"
+                else:
+                    run_limits = dict(limits, wall_s=min(limits["wall_s"], max(left, 0.05)))
+            if stopped:
+                _write_all(PROTO_OUT, encode_frame({"index": index, "status": "skipped", "message": stopped}))
+                continue
+            target = self._python_child if self.code is not None else None
+            record, out, err = self._spawn(self.recipe.get("run"), stdin, files, run_limits,
+                                           target=target, fetch=run.get("fetch", []))
+            fetched = record.pop("fetched", {})
+            record.update(index=index, fetch_names=list(fetched))
+            _write_all(PROTO_OUT, encode_frame(record, [out, err, *fetched.values()]))
+        return {"done": True}, []
 
     # -- the Python child: run the warm code object as __main__
     def _python_child(self, status_fd: int) -> None:
@@ -292,6 +340,7 @@ class Runner:
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         st_r, st_w = os.pipe()
+        oom_before = _oom_kills(self.oom_fd)
         start = time.monotonic()
         pid = os.fork()
         if pid == 0:  # child
@@ -310,6 +359,9 @@ class Runner:
         for fd in (in_fd, out_w, err_w, st_w):
             os.close(fd)
         record, out, err = self._watch(pid, out_r, err_r, st_r, limits, start)
+        if _oom_kills(self.oom_fd) > oom_before and record["status"] != "ok":
+            record["status"] = "memory_limit"
+            record["message"] = f"memory limit {limits['memory_mb']} MiB exceeded (out-of-memory kill)"
         if fetch:
             record["fetched"] = self.work.fetch(list(fetch))
         self._kill_everything(pid)
@@ -317,8 +369,9 @@ class Runner:
 
     def _become_child(self, in_fd: int, out_w: int, err_w: int, st_w: int, limits: dict) -> None:
         try:  # the OOM killer must pick the program, never the runner (raising it needs no privilege)
-            with open("/proc/self/oom_score_adj", "w") as fh:
-                fh.write("1000")
+            fd = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
+            os.write(fd, b"1000")
+            os.close(fd)
         except OSError:
             pass
         if not self.pid_namespace:
@@ -452,9 +505,8 @@ class Runner:
                 reaped, _ = os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:
                 break
-            if reaped == 0:
-                if not _kill(pid, self.pid_namespace):
-                    time.sleep(0.0005)
+            if reaped == 0 and not _kill(pid, self.pid_namespace):
+                time.sleep(0.0005)
         if self.pid_namespace:
             _kill(pid, True)
 
@@ -488,6 +540,34 @@ def _status(record: dict, killed_for: str | None, limits: dict) -> str:
         record["message"] = f"exit code {record['exit_code']}"
         return "runtime_error"
     return "ok"
+
+
+def _compile_record(status: str, seconds: float) -> dict:
+    return {"status": status, "exit_code": 0 if status == "ok" else 1, "signal": None, "cpu_s": round(seconds, 6),
+            "wall_s": round(seconds, 6), "memory_kb": 0, "message": ""}
+
+
+def _stop_requested() -> bool:
+    """Has the engine sent a ``stop`` frame? (Checked between runs, never blocks.)"""
+    ready, _, _ = select.select([PROTO_IN], [], [], 0)
+    if not ready:
+        return False
+    header, _ = read_frame(PROTO_IN)
+    return header.get("op") == "stop"
+
+
+def _oom_kills(fd: int | None) -> int:
+    """The slot cgroup's OOM-kill counter, read through an fd the engine passed in."""
+    if fd is None:
+        return 0
+    try:
+        data = os.pread(fd, 8192, 0)
+    except OSError:
+        return 0
+    for line in data.splitlines():
+        if line.startswith(b"oom_kill "):
+            return int(line.split()[1])
+    return 0
 
 
 def _read_some(fd: int) -> bytes | None:
@@ -532,16 +612,15 @@ def _exit_code(exc: SystemExit) -> int:
         return 0
     if isinstance(exc.code, int):
         return exc.code & 0xFF
-    try:
+    with contextlib.suppress(BaseException):
         print(exc.code, file=sys.stderr)
-    except BaseException:  # noqa: BLE001
-        pass
     return 1
 
 
 def main() -> None:
     box, *scratch = sys.argv[1].split(":")
     pid_namespace = sys.argv[2] == "pidns"
+    oom_fd = int(sys.argv[3]) if len(sys.argv) > 3 and sys.argv[3] != "-" else None
     os.dup2(0, PROTO_IN)
     os.dup2(1, PROTO_OUT)
     null = os.open("/dev/null", os.O_RDWR)
@@ -554,7 +633,12 @@ def main() -> None:
         ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 4
     except OSError:
         pass
-    runner = Runner(box, scratch, pid_namespace)
+    import site  # started with -S (a smaller heap forks faster); the packages stay importable
+
+    sys.path.extend(p for p in site.getsitepackages() if p not in sys.path)
+    runner = Runner(box, scratch, pid_namespace, oom_fd)
+    gc.collect()
+    gc.freeze()
     _write_all(PROTO_OUT, encode_frame({"ready": True, "pid": os.getpid()}))
     while True:
         try:
@@ -565,8 +649,10 @@ def main() -> None:
         try:
             if op == "prepare":
                 reply, out_blobs = runner.prepare(header, blobs)
-            elif op == "run":
-                reply, out_blobs = runner.run(header, blobs)
+            elif op == "run_batch":
+                reply, out_blobs = runner.run_batch(header, blobs)
+            elif op == "stop":  # arrived after its batch had already finished
+                continue
             else:
                 reply, out_blobs = {"error": f"unknown op {op!r}"}, []
         except Exception as exc:  # noqa: BLE001 - reported as a sandbox error by the engine

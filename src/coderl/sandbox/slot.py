@@ -14,17 +14,20 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from coderl.errors import SlotFailure
 from coderl.sandbox import isolation, seccomp
 from coderl.sandbox.cgroups import CgroupManager, SlotCgroup
+from coderl.sandbox.program import RunInput
 from coderl.sandbox.result import CompileResult, Limits, RunResult, RunStatus
 from coderl.sandbox.runner import HEADER, MAX_HEADER, encode_frame
 
 _START_TIMEOUT_S = 20.0
 _PROTOCOL_GRACE_S = 10.0  # on top of a run's own wall limit before we call the runner hung
-_RUNNER_OVERHEAD_MB = 64  # the runner itself + the work dir's files, on top of the program's limit
+_RUNNER_OVERHEAD_MB = 64
+NOT_RECEIVED = object()  # the compile reply had not arrived when the slot failed  # the runner itself + the work dir's files, on top of the program's limit
 
 
 @dataclass(frozen=True)
@@ -56,16 +59,20 @@ class Slot:
         self.uses_cgroup_memory = self.cgroup is not None
         pass_fds: tuple[int, ...] = ()
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+        oom_fd = os.open(self.cgroup.oom_counter_file, os.O_RDONLY) if self.cgroup else None
+        if oom_fd is not None:
+            pass_fds += (oom_fd,)
         if cfg.isolation == "bwrap":
             fd = seccomp.filter_fd(cfg.seccomp_program)
-            pass_fds = (fd,)
-            argv = isolation.bwrap_argv(seccomp_fd=fd, extra_binds=cfg.extra_binds, tmpfs_mb=cfg.tmpfs_mb)
+            pass_fds += (fd,)
+            argv = isolation.bwrap_argv(seccomp_fd=fd, oom_fd=oom_fd, extra_binds=cfg.extra_binds,
+                                        tmpfs_mb=cfg.tmpfs_mb)
         else:
             self._tmp = tempfile.mkdtemp(prefix=f"coderl-slot{self.index}-")
             box, scratch = os.path.join(self._tmp, "box"), os.path.join(self._tmp, "tmp")
             os.makedirs(box)
             os.makedirs(scratch)
-            argv = isolation.unisolated_argv(box, scratch)
+            argv = isolation.unisolated_argv(box, scratch, oom_fd)
         if self.cgroup is not None:  # join the cgroup before exec, so every descendant is inside
             env["CODERL_CGROUP_PROCS"] = " ".join(self.cgroup.procs_files)
             argv = ["/bin/sh", "-c", 'for p in $CODERL_CGROUP_PROCS; do echo $$ > "$p"; done; exec "$@"',
@@ -122,28 +129,42 @@ class Slot:
         return b"".join(self._stderr_tail).decode("utf-8", "replace")[-2000:]
 
     # ------------------------------------------------------------------ requests
-    async def prepare(self, recipe: dict, files: dict[str, bytes], limits: Limits,
-                      memory_overhead_mb: int) -> CompileResult | None:
-        """Send the program; returns the compile record (None when nothing had to be compiled)."""
-        wire = self._wire_limits(limits, memory_overhead_mb)
-        header = {"op": "prepare", "recipe": recipe, "files": list(files), "limits": wire}
-        reply, blobs = await self._request(header, list(files.values()), limits.wall_s + _PROTOCOL_GRACE_S)
-        if "run" not in reply:
-            return None
-        run = self._run_result(reply["run"], blobs[0], blobs[1], {})
-        return CompileResult(ok=bool(reply["ok"]), run=run)
-
-    async def run(self, stdin: bytes, files: dict[str, bytes], fetch: tuple[str, ...], limits: Limits,
-                  memory_overhead_mb: int) -> RunResult:
-        wire = self._wire_limits(limits, memory_overhead_mb)
-        oom_before = self.cgroup.oom_kills() if self.cgroup else 0
-        header = {"op": "run", "files": list(files), "fetch": list(fetch), "limits": wire}
-        reply, blobs = await self._request(header, [stdin, *files.values()], limits.wall_s + _PROTOCOL_GRACE_S)
-        fetched = dict(zip(reply.pop("fetch_names", []), blobs[2:], strict=True))
-        if self.cgroup is not None and self.cgroup.oom_kills() > oom_before:
-            reply["status"] = RunStatus.MEMORY_LIMIT.value
-            reply["message"] = f"memory limit {limits.memory_mb} MiB exceeded (out-of-memory kill)"
-        return self._run_result(reply, blobs[0], blobs[1], fetched)
+    async def execute(self, recipe: dict, files: dict[str, bytes], compile_limits: Limits, runs: list[RunInput],
+                      limits: Limits, memory_overhead_mb: int, budget_s: float | None,
+                      stop: Callable[[int, RunResult], bool] | None) -> tuple[CompileResult | None, list[RunResult]]:
+        """Prepare the program and run the inputs in order, pipelined (both requests go out at
+        once). Returns the compile record (None when nothing was compiled) and one record per
+        input. On a slot failure, whatever did arrive travels on the exception (``exc.compile``,
+        ``exc.partial``) so the engine can resume after it on a fresh slot."""
+        prepare = {"op": "prepare", "recipe": recipe, "files": list(files),
+                   "limits": self._wire_limits(compile_limits, memory_overhead_mb)}
+        batch = {"op": "run_batch", "limits": self._wire_limits(limits, memory_overhead_mb), "budget_s": budget_s,
+                 "runs": [{"files": list(r.files), "fetch": list(r.fetch)} for r in runs]}
+        compiled: CompileResult | None | object = NOT_RECEIVED
+        results: list[RunResult] = []
+        stop_sent = False
+        try:
+            await self._send(prepare, list(files.values()))
+            await self._send(batch, [b for r in runs for b in (r.stdin, *r.files.values())])
+            reply, blobs = await self._receive(compile_limits.wall_s + _PROTOCOL_GRACE_S)
+            compiled = CompileResult(ok=bool(reply["ok"]), run=self._run_result(reply["run"], *blobs)) \
+                if "run" in reply else None
+            while True:
+                reply, out = await self._receive(limits.wall_s + _PROTOCOL_GRACE_S)
+                if reply.get("done"):
+                    break
+                result = self._run_result(reply, *out) if out else RunResult.skipped(reply.get("message", ""))
+                results.append(result)
+                if stop is not None and not stop_sent and stop(reply["index"], result):
+                    stop_sent = True
+                    await self._send({"op": "stop"}, [])
+        except SlotFailure as exc:
+            exc.compile, exc.partial = compiled, results  # type: ignore[attr-defined]
+            raise
+        if len(results) != len(runs):
+            self.healthy = False
+            raise SlotFailure(f"slot {self.index} returned {len(results)} results for {len(runs)} inputs")
+        return compiled, results  # type: ignore[return-value]
 
     def _wire_limits(self, limits: Limits, memory_overhead_mb: int) -> dict:
         effective_mb = limits.memory_mb + memory_overhead_mb
@@ -156,7 +177,8 @@ class Slot:
         return {**limits.to_dict(), "memory_mb": effective_mb, "cgroup_memory": self.uses_cgroup_memory}
 
     @staticmethod
-    def _run_result(reply: dict, stdout: bytes, stderr: bytes, files: dict[str, bytes]) -> RunResult:
+    def _run_result(reply: dict, stdout: bytes, stderr: bytes, *fetched: bytes) -> RunResult:
+        files = dict(zip(reply.get("fetch_names", []), fetched, strict=True))
         return RunResult(
             status=RunStatus(reply["status"]), exit_code=reply.get("exit_code"), signal=reply.get("signal"),
             time_limit_kind=reply.get("time_limit_kind"), cpu_s=reply.get("cpu_s", 0.0),
@@ -165,15 +187,21 @@ class Slot:
             stderr_truncated=reply.get("stderr_truncated", False), message=reply.get("message", ""),
             files=files)
 
-    async def _request(self, header: dict, blobs: list[bytes], timeout_s: float) -> tuple[dict, list[bytes]]:
+    async def _send(self, header: dict, blobs: list[bytes]) -> None:
         proc = self._proc
         if proc is None or proc.stdin is None or not self.healthy:
             raise SlotFailure(f"slot {self.index} is not running")
         try:
             proc.stdin.write(encode_frame(header, blobs))
             await proc.stdin.drain()
+        except (ConnectionError, BrokenPipeError) as exc:
+            self.healthy = False
+            raise SlotFailure(f"slot {self.index} runner died ({exc}) {self.stderr_tail()}".strip()) from exc
+
+    async def _receive(self, timeout_s: float) -> tuple[dict, list[bytes]]:
+        try:
             reply, out = await asyncio.wait_for(self._read_frame(), timeout_s)
-        except (TimeoutError, ConnectionError, BrokenPipeError, SlotFailure) as exc:
+        except (TimeoutError, SlotFailure) as exc:
             self.healthy = False
             reason = "hung" if isinstance(exc, TimeoutError) else f"died ({exc})"
             raise SlotFailure(f"slot {self.index} runner {reason} {self.stderr_tail()}".strip()) from exc
