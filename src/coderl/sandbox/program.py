@@ -2,7 +2,19 @@
 
 from __future__ import annotations
 
+import posixpath
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+
+from coderl.errors import BadRequest
+
+
+def check_paths(paths: Iterable[str]) -> None:
+    """Work-dir file names must be plain relative paths: a request cannot place files elsewhere."""
+    for path in paths:
+        norm = posixpath.normpath(path) if isinstance(path, str) else ""
+        if not norm or norm.startswith(("/", "..")) or norm == "." or "\0" in norm:
+            raise BadRequest(f"file path {path!r} must be relative and stay inside the work dir")
 
 
 @dataclass(frozen=True)
@@ -13,6 +25,9 @@ class Program:
     source: str
     files: dict[str, bytes] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        check_paths(self.files)
+
 
 @dataclass(frozen=True)
 class RunInput:
@@ -21,3 +36,6 @@ class RunInput:
     stdin: bytes = b""
     files: dict[str, bytes] = field(default_factory=dict)
     fetch: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        check_paths([*self.files, *self.fetch])

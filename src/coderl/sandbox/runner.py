@@ -359,6 +359,10 @@ class Runner:
         for fd in (in_fd, out_w, err_w, st_w):
             os.close(fd)
         record, out, err = self._watch(pid, out_r, err_r, st_r, limits, start)
+        markers = self.recipe.get("memory_error_markers", [])
+        if record["status"] == "runtime_error" and any(m.encode() in err for m in markers):
+            record["status"] = "memory_limit"
+            record["message"] = f"memory limit {limits['memory_mb']} MiB exceeded (runtime out of heap)"
         if _oom_kills(self.oom_fd) > oom_before and record["status"] != "ok":
             record["status"] = "memory_limit"
             record["message"] = f"memory limit {limits['memory_mb']} MiB exceeded (out-of-memory kill)"

@@ -136,19 +136,26 @@ class Slot:
         once). Returns the compile record (None when nothing was compiled) and one record per
         input. On a slot failure, whatever did arrive travels on the exception (``exc.compile``,
         ``exc.partial``) so the engine can resume after it on a fresh slot."""
+        # A compiler gets the compile limits in the cgroup, so its batch can only be sent (with the
+        # run limits) once it is done; anything else is sent in one go.
+        pipelined = recipe["compile"] is None
         prepare = {"op": "prepare", "recipe": recipe, "files": list(files),
-                   "limits": self._wire_limits(compile_limits, memory_overhead_mb)}
-        batch = {"op": "run_batch", "limits": self._wire_limits(limits, memory_overhead_mb), "budget_s": budget_s,
+                   "limits": self._wire_limits(compile_limits if not pipelined else limits, memory_overhead_mb)}
+        batch = {"op": "run_batch", "budget_s": budget_s,
                  "runs": [{"files": list(r.files), "fetch": list(r.fetch)} for r in runs]}
+        batch_blobs = [b for r in runs for b in (r.stdin, *r.files.values())]
         compiled: CompileResult | None | object = NOT_RECEIVED
         results: list[RunResult] = []
         stop_sent = False
         try:
             await self._send(prepare, list(files.values()))
-            await self._send(batch, [b for r in runs for b in (r.stdin, *r.files.values())])
+            if pipelined:
+                await self._send({**batch, "limits": self._wire_limits(limits, memory_overhead_mb)}, batch_blobs)
             reply, blobs = await self._receive(compile_limits.wall_s + _PROTOCOL_GRACE_S)
             compiled = CompileResult(ok=bool(reply["ok"]), run=self._run_result(reply["run"], *blobs)) \
                 if "run" in reply else None
+            if not pipelined:
+                await self._send({**batch, "limits": self._wire_limits(limits, memory_overhead_mb)}, batch_blobs)
             while True:
                 reply, out = await self._receive(limits.wall_s + _PROTOCOL_GRACE_S)
                 if reply.get("done"):

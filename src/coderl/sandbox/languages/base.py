@@ -37,6 +37,8 @@ class Language:
     warm_python: ClassVar[bool] = False
     #: memory the runtime itself needs on top of the program's limit (the JVM's metaspace, ...)
     memory_overhead_mb: ClassVar[int] = 0
+    #: stderr text by which the runtime reports running out of its heap (a memory-limit verdict)
+    memory_error_markers: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def extra_binds(cls) -> tuple[str, ...]:
@@ -80,6 +82,7 @@ class Language:
             "compile": [a.format(**fill) for a in cls.compile_argv] if cls.compile_argv else None,
             "run": [a.format(**fill) for a in cls.run_argv],
             "artifacts": list(cls.artifacts),
+            "memory_error_markers": list(cls.memory_error_markers),
             "env": {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8",
                     "TMPDIR": "/tmp", **cls.env},
         }

@@ -19,6 +19,7 @@ class Java(Language):
                 "-Xmx{memory_mb}m", "-XX:-UsePerfData", "-Xshare:auto", "-cp", "classes", "{main}")
     artifacts = ("classes",)
     version_argv = ("java", "-version")
+    memory_error_markers = ("java.lang.OutOfMemoryError",)
     memory_overhead_mb = 192
     hello = 'public class Main { public static void main(String[] a) { System.out.println("hello, coderl"); } }\n'
 

@@ -9,5 +9,6 @@ class JavaScript(Language):
     source_name = "main.js"
     run_argv = ("/usr/bin/node", "--stack-size=65500", "main.js")
     version_argv = ("node", "--version")
+    memory_error_markers = ("JavaScript heap out of memory",)
     memory_overhead_mb = 64
     hello = 'console.log("hello, coderl");\n'

@@ -1,0 +1,123 @@
+"""Engine lifecycle: nothing left behind, refusing to run unisolated silently, slot replacement,
+stop rules and budgets."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from coderl.errors import IsolationUnavailable
+from coderl.sandbox import Engine, Limits, Program, RunInput, RunStatus
+from coderl.sandbox.blocking import BlockingEngine
+
+
+def _descendants(pid: int) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry.name))
+    out, todo = set(), [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.add(child)
+            todo.append(child)
+    return out
+
+
+def test_nothing_left_on_host_after_close():
+    daemon = ("import os, time\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n"
+              "        time.sleep(1000)\n    os._exit(0)\nprint('x')")
+    before = _descendants(os.getpid())
+    eng = BlockingEngine(slots=2)
+    eng.start()
+    cgroups = list(eng.engine.cgroups._bases)
+    assert _descendants(os.getpid()) - before  # slots are running
+    ex = eng.execute(Program("python", daemon), [b"", b""])
+    assert [r.stdout for r in ex.results] == [b"x\n", b"x\n"]
+    eng.close()
+    time.sleep(0.2)
+    assert _descendants(os.getpid()) - before == set()
+    assert cgroups and not any(p.exists() for p in cgroups)
+    assert not list(Path("/tmp").glob("coderl-slot*"))
+
+
+def test_unisolated_mode_is_explicit_and_reported():
+    with BlockingEngine(slots=1, isolation="none") as eng:
+        ex = eng.execute(Program("python", "import os\nprint(os.getuid())"), [b""])
+    assert ex.isolation == "none"
+    assert ex.results[0].stdout == str(os.getuid()).encode() + b"\n"
+
+
+def test_refuses_to_start_without_bubblewrap(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))  # a host where bwrap is not installed
+    with pytest.raises(IsolationUnavailable, match="bubblewrap"):
+        asyncio.run(Engine(slots=1).start())
+
+
+def test_runner_killed_mid_batch_is_retried_transparently(engine):
+    src = "import time\ntime.sleep(0.05)\nprint(input())"
+    inputs = [f"{i}\n".encode() for i in range(40)]
+    killed = threading.Event()
+
+    def assassin():
+        time.sleep(0.5)
+        for slot in engine.engine._slots:
+            for pid in _descendants(slot._proc.pid) if slot._proc else ():
+                try:
+                    cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+                except OSError:
+                    continue
+                if b"runner.py" in cmd:
+                    os.kill(pid, signal.SIGKILL)
+                    killed.set()
+
+    threading.Thread(target=assassin, daemon=True).start()
+    ex = engine.execute(Program("python", src), inputs, Limits(cpu_s=2, wall_s=5))
+    assert killed.is_set()
+    statuses = {r.status for r in ex.results}
+    assert statuses <= {RunStatus.OK, RunStatus.SANDBOX_ERROR}  # never a verdict about the program
+    ok = [r for r in ex.results if r.ok]
+    assert all(r.stdout == f"{i}\n".encode() for i, r in enumerate(ex.results) if r.ok)
+    assert len(ok) == 40  # retried on a fresh slot
+    assert engine.execute(Program("python", "print(1)"), [b""]).results[0].stdout == b"1\n"
+
+
+def test_stop_rule_skips_the_rest(engine):
+    ex = engine.execute(Program("python", "x = int(input())\nassert x != 2\nprint(x)"),
+                        [b"1", b"2", b"3", b"4"], stop=lambda i, r: not r.ok)
+    assert [r.status for r in ex.results][:2] == [RunStatus.OK, RunStatus.RUNTIME_ERROR]
+    assert ex.results[-1].status is RunStatus.SKIPPED
+
+
+def test_total_time_budget(engine):
+    ex = engine.execute(Program("python", "import time\ntime.sleep(0.4)"), [b""] * 6,
+                        Limits(cpu_s=2, wall_s=2), total_time_s=1.0)
+    statuses = [r.status for r in ex.results]
+    assert statuses[0] is RunStatus.OK
+    assert statuses[-1] is RunStatus.SKIPPED and "budget" in ex.results[-1].message
+
+
+def test_files_in_and_fetch_out(engine):
+    src = "data = open('in.txt').read()\nopen('out.txt', 'w').write(data.upper())"
+    ex = engine.execute(Program("python", src), [RunInput(files={"in.txt": b"abc"}, fetch=("out.txt", "none.txt"))])
+    assert ex.results[0].files == {"out.txt": b"ABC"}
+
+
+@pytest.mark.parametrize("path", ["../../etc/x", "/etc/x", "a/../../x", ""])
+def test_file_paths_cannot_escape_the_work_dir(path):
+    from coderl.errors import BadRequest
+
+    with pytest.raises(BadRequest, match="inside the work dir"):
+        RunInput(files={path: b"1"})
+    with pytest.raises(BadRequest):
+        Program("python", "x", files={path: b"1"})
