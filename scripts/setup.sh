@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Install everything coderl needs on a Debian/Ubuntu host, idempotently:
+#   system packages (bubblewrap + the toolchains of the supported languages) and a virtualenv
+#   at .venv with coderl and its extras. Never pulls a CUDA torch: torch is pinned to the local
+#   CPU build first and constrained afterwards.
+# Usage: scripts/setup.sh [extras]   (default extras: dev)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+EXTRAS="${1:-dev}"
+PY="${PYTHON:-python3}"
+
+need_apt=()
+command -v bwrap >/dev/null || need_apt+=(bubblewrap)
+command -v gcc >/dev/null || need_apt+=(gcc)
+command -v g++ >/dev/null || need_apt+=(g++)
+command -v javac >/dev/null || need_apt+=(default-jdk-headless)
+command -v node >/dev/null || need_apt+=(nodejs)
+command -v go >/dev/null || need_apt+=(golang-go)
+if [ "${#need_apt[@]}" -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
+  echo "setup: installing system packages: ${need_apt[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+fi
+
+if [ ! -x .venv/bin/python ]; then
+  echo "setup: creating .venv"
+  "$PY" -m venv .venv
+fi
+stamp=".venv/.coderl-setup-$(cat pyproject.toml | sha256sum | cut -c1-16)-$EXTRAS"
+if [ ! -f "$stamp" ]; then
+  echo "setup: installing coderl[$EXTRAS] into .venv (first run takes a few minutes)"
+  .venv/bin/pip install -q --upgrade pip
+  case "$EXTRAS" in
+    *dev*|*train*)
+      .venv/bin/pip install -q torch==2.13.0
+      constraints=$(mktemp); echo "torch==2.13.0" > "$constraints"
+      .venv/bin/pip install -q -c "$constraints" -e ".[$EXTRAS]"
+      rm -f "$constraints" ;;
+    *) .venv/bin/pip install -q -e ".[$EXTRAS]" ;;
+  esac
+  rm -f .venv/.coderl-setup-*
+  touch "$stamp"
+fi
