@@ -1,0 +1,42 @@
+"""`coderl sandbox doctor|run` as a user runs them: a real subprocess, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+
+def coderl(*args: str, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "coderl.cli", *args], capture_output=True, text=True,
+                          timeout=300, **kwargs)
+
+
+def test_doctor_reports_full_isolation():
+    done = coderl("sandbox", "doctor", "--json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    checks = {c["name"]: c for c in json.loads(done.stdout)}
+    for name in ("unprivileged uid 65534", "no capabilities", "seccomp filter active", "ptrace denied",
+                 "network: loopback of its own namespace only", "system files read-only", "language python"):
+        assert checks[name]["ok"], checks[name]
+
+
+def test_run_prints_output_and_record(tmp_path):
+    src = tmp_path / "a.py"
+    src.write_text("print(input()[::-1])")
+    stdin = tmp_path / "in.txt"
+    stdin.write_text("abc\n")
+    done = coderl("sandbox", "run", str(src), "-l", "python", "--stdin", str(stdin))
+    assert done.returncode == 0 and done.stdout == "cba\n"
+    record = json.loads(done.stderr.strip().splitlines()[-1])
+    assert record["status"] == "ok" and record["isolation"] == "bwrap"
+
+
+def test_bad_input_is_one_line_error(tmp_path):
+    src = tmp_path / "a.cob"
+    src.write_text("x")
+    done = coderl("sandbox", "run", str(src), "-l", "cobol")
+    assert done.returncode == 2
+    assert done.stderr.strip().count("\n") == 0 and "unknown language 'cobol'" in done.stderr
+    done = coderl("sandbox", "run", str(tmp_path / "missing.py"), "-l", "python")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
