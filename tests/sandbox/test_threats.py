@@ -328,3 +328,13 @@ def test_exit_codes_and_signals(run):
     assert r.status is RE and r.signal == 11
     r = one(run("raise ValueError('boom')"))
     assert r.status is RE and b"ValueError: boom" in r.stderr
+
+
+def test_program_that_gets_the_runner_oom_killed_is_memory_limit_not_sandbox_error(run):
+    # Undo the OOM-killer preference and fill tmpfs (not the program's RSS): the kernel may then
+    # kill the runner. That is still the program's doing, so the verdict is a memory limit.
+    src = ("import os\nfd = os.open('/proc/self/oom_score_adj', os.O_WRONLY)\nos.write(fd, b'0')\n"
+           "f = open('/dev/shm/x', 'wb')\nfor _ in range(400):\n    f.write(b'x' * (1 << 20))\n    f.flush()\n")
+    ex = run(src, b"", b"", memory_mb=64, file_size_kb=1 << 20)
+    assert [r.status for r in ex.results] == [MLE, MLE]
+    assert one(run("print(5)")).stdout == b"5\n"

@@ -91,12 +91,15 @@ class SlotCgroup:
 
 
 class CgroupManager:
-    """Creates ``coderl-<pid>/slot<N>`` groups and removes them (and stale ones) again."""
+    """Creates ``coderl-<pid>-<n>/slot<N>`` groups and removes them (and stale ones) again."""
+
+    _count = 0  # engines in this process each get their own groups
 
     def __init__(self, root: Path = V1_ROOT) -> None:
         self.root = root
         self.support = detect(root)
-        self.base_name = f"coderl-{os.getpid()}"
+        CgroupManager._count += 1
+        self.base_name = f"coderl-{os.getpid()}-{CgroupManager._count}"
         self._bases: list[Path] = []
 
     @property
@@ -142,7 +145,7 @@ class CgroupManager:
         parents = [self.root] if self.support.version == "v2" else [self.root / "memory", self.root / "pids"]
         for parent in parents:
             for base in parent.glob("coderl-*"):
-                pid = base.name.removeprefix("coderl-")
+                pid = base.name.removeprefix("coderl-").split("-")[0]
                 if pid.isdigit() and not Path(f"/proc/{pid}").exists():
                     for child in base.glob("slot*"):
                         SlotCgroup(self.support.version, {"x": child}).remove()

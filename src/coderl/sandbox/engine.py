@@ -20,7 +20,7 @@ from coderl.sandbox import isolation, languages, seccomp
 from coderl.sandbox.cgroups import CgroupManager
 from coderl.sandbox.languages import Language, LanguageInfo
 from coderl.sandbox.program import Program, RunInput
-from coderl.sandbox.result import CompileResult, Execution, Limits, RunResult
+from coderl.sandbox.result import CompileResult, Execution, Limits, RunResult, RunStatus
 from coderl.sandbox.slot import NOT_RECEIVED, Slot, SlotConfig
 
 ISOLATION_MODES = ("bwrap", "none")
@@ -132,9 +132,8 @@ class Engine:
         done: list[RunResult] = []
         compiled: CompileResult | None | object = NOT_RECEIVED
         failure: SlotFailure | None = None
-        for attempt in range(2):  # a failed slot is replaced and the rest resumed once
-            if attempt:
-                slot = await self._replace(slot)
+        retries = 1  # a slot that failed on its own is replaced and the rest resumed once
+        while True:
             offset = len(done)
             budget = None if total_time_s is None else total_time_s - (time.monotonic() - started)
 
@@ -146,15 +145,33 @@ class Engine:
                                                   budget, shifted if stop is not None else None)
                 failure = None
             except SlotFailure as exc:
-                failure, got, results = exc, exc.compile, exc.partial  # type: ignore[attr-defined]
+                failure, got, results = exc, getattr(exc, "compile", NOT_RECEIVED), getattr(exc, "partial", [])
             if compiled is NOT_RECEIVED:
                 compiled = got
             done += results
             if failure is None:
                 break
+            slot = await self._replace(slot)
+            if getattr(failure, "oom_killed", False):  # the program exhausted its memory: its verdict
+                mle = RunResult(status=RunStatus.MEMORY_LIMIT,
+                                message=f"memory limit {limits.memory_mb} MiB exceeded (out-of-memory kill)")
+                if compiled is NOT_RECEIVED:
+                    compiled = CompileResult(ok=False, run=mle)
+                    break
+                done.append(mle)
+                if len(done) == len(runs) or (stop is not None and stop(len(done) - 1, mle)):
+                    done += [RunResult.skipped("stopped after an earlier failure")] * (len(runs) - len(done))
+                    failure = None
+                    break
+                continue
+            if not retries:
+                break
+            retries -= 1
         if compiled is NOT_RECEIVED:
             compiled = CompileResult(ok=False, run=RunResult.sandbox_error(str(failure)), sandbox_error=True)
-        done += [RunResult.sandbox_error(str(failure))] * (len(runs) - len(done))
+        fill = RunResult.skipped("compile error") if isinstance(compiled, CompileResult) and not compiled.ok \
+            and not compiled.sandbox_error else RunResult.sandbox_error(str(failure))
+        done += [fill] * (len(runs) - len(done))
         return slot, Execution(language=lang.name, isolation=self.isolation, compile=compiled,  # type: ignore[arg-type]
                                results=done, wall_s=time.monotonic() - started)
 

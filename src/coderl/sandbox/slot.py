@@ -139,15 +139,16 @@ class Slot:
         # A compiler gets the compile limits in the cgroup, so its batch can only be sent (with the
         # run limits) once it is done; anything else is sent in one go.
         pipelined = recipe["compile"] is None
-        prepare = {"op": "prepare", "recipe": recipe, "files": list(files),
-                   "limits": self._wire_limits(compile_limits if not pipelined else limits, memory_overhead_mb)}
-        batch = {"op": "run_batch", "budget_s": budget_s,
-                 "runs": [{"files": list(r.files), "fetch": list(r.fetch)} for r in runs]}
-        batch_blobs = [b for r in runs for b in (r.stdin, *r.files.values())]
         compiled: CompileResult | None | object = NOT_RECEIVED
         results: list[RunResult] = []
         stop_sent = False
+        oom_at_start = self._oom_kills()
         try:
+            prepare = {"op": "prepare", "recipe": recipe, "files": list(files),
+                       "limits": self._wire_limits(compile_limits if not pipelined else limits, memory_overhead_mb)}
+            batch = {"op": "run_batch", "budget_s": budget_s,
+                     "runs": [{"files": list(r.files), "fetch": list(r.fetch)} for r in runs]}
+            batch_blobs = [b for r in runs for b in (r.stdin, *r.files.values())]
             await self._send(prepare, list(files.values()))
             if pipelined:
                 await self._send({**batch, "limits": self._wire_limits(limits, memory_overhead_mb)}, batch_blobs)
@@ -167,11 +168,26 @@ class Slot:
                     await self._send({"op": "stop"}, [])
         except SlotFailure as exc:
             exc.compile, exc.partial = compiled, results  # type: ignore[attr-defined]
+            # The slot's cgroup holds this one submission: an OOM kill there is the program's doing
+            # (it can take the runner down by filling tmpfs), so it is a verdict, not our fault.
+            exc.oom_killed = self._oom_kills() > oom_at_start  # type: ignore[attr-defined]
             raise
         if len(results) != len(runs):
             self.healthy = False
             raise SlotFailure(f"slot {self.index} returned {len(results)} results for {len(runs)} inputs")
         return compiled, results  # type: ignore[return-value]
+
+    def _oom_kills(self) -> int:
+        if self.cgroup is None:
+            return 0
+        try:
+            text = self.cgroup.oom_counter_file.read_text()
+        except OSError:
+            return 0
+        for line in text.splitlines():
+            if line.startswith("oom_kill "):
+                return int(line.split()[1])
+        return 0
 
     def _wire_limits(self, limits: Limits, memory_overhead_mb: int) -> dict:
         effective_mb = limits.memory_mb + memory_overhead_mb
