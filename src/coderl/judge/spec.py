@@ -37,17 +37,27 @@ class CompareOptions(_Strict):
     float_rel_tol: float | None = Field(default=None, ge=0)
     case_insensitive: bool = False
     whitespace_tokens: bool = False  # compare whitespace-separated tokens, ignoring line structure
+    #: function mode, APPS/TACO/PrimeIntellect convention: the expected output is ``[ret]``; the
+    #: return value matches ``output[0]`` (or, as verl's prime_code allows, ``output`` itself)
+    wrapped_output: bool = False
 
 
 class Checker(_Strict):
-    """A special judge. ``kind=program``: testlib-style program in any supported language, run
-    with files ``input.txt``, ``output.txt`` (contestant), ``answer.txt`` (expected); exit 0 =
-    accepted. ``kind=python_function``: source defining ``check(input, output, answer) -> bool``
-    (or ``(bool, message)``)."""
+    """A special judge, run in the sandbox as its own program.
+
+    ``kind=program``: a checker in any supported language that reads its files from the work dir
+    and decides by exit code (0 accepted; testlib's 1 wrong answer and 2 presentation error are
+    wrong answers; anything else - testlib's 3 "fail", a crash, a timeout, a compile error - is the
+    checker failing: a sandbox error, never a verdict about the program). File names:
+    ``files="testlib"``: ``input.txt``, ``output.txt`` (contestant), ``answer.txt`` (expected);
+    ``files="scalebox"``: ``stdin.txt``, ``stdout.txt`` (expected), ``answer.txt`` (contestant).
+    ``kind=python_function``: Python source defining ``check(input, output, answer)`` returning a
+    bool or ``(bool, message)``."""
 
     kind: Literal["program", "python_function"] = "program"
     language: str = "python"
     code: str = Field(min_length=1)
+    files: Literal["testlib", "scalebox"] = "testlib"
 
 
 class StdioCase(_Strict):

@@ -1,0 +1,176 @@
+"""The judge: a submission and its tests in, one verdict per case and a summary out.
+
+The program runs in the sandbox; everything that knows the expected answers runs here, outside it.
+A run's status maps to a verdict (time/memory/output limits, runtime errors, sandbox errors keep
+their own verdicts); only a clean run is compared, by the spec's mode. The submission's verdict is
+the worst case verdict by `PRECEDENCE`, so a case failing in several ways always reads the same.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from coderl.errors import BadRequest, NoCodeFound
+from coderl.judge import compare, harness
+from coderl.judge.extract import extract_code
+from coderl.judge.formats import to_spec
+from coderl.judge.spec import TestSpec
+from coderl.judge.special import SpecialJudge
+from coderl.judge.verdict import Verdict, worst
+from coderl.sandbox import Engine, Limits, Program, RunResult, RunStatus
+
+_STATUS_VERDICT = {
+    RunStatus.RUNTIME_ERROR: Verdict.RUNTIME_ERROR,
+    RunStatus.TIME_LIMIT: Verdict.TIME_LIMIT,
+    RunStatus.MEMORY_LIMIT: Verdict.MEMORY_LIMIT,
+    RunStatus.OUTPUT_LIMIT: Verdict.OUTPUT_LIMIT,
+    RunStatus.SANDBOX_ERROR: Verdict.SANDBOX_ERROR,
+    RunStatus.SKIPPED: Verdict.SKIPPED,
+}
+DEFAULT_LIMITS = Limits(cpu_s=6, wall_s=12, memory_mb=1024)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Submission:
+    """What to judge. Give ``code``, or ``response`` (a model output to extract the code from)."""
+
+    spec: Any  # a TestSpec, or tests in any format `to_spec` reads
+    language: str | None = None
+    code: str | None = None
+    response: str | None = None
+    fn_name: str | None = None  # for formats that do not carry it (LiveCodeBench test lists)
+    limits: Limits = DEFAULT_LIMITS
+    stop_on_first_failure: bool = True
+    total_time_s: float | None = None
+    prelude: bool = True  # LiveCodeBench's import prelude before Python programs
+
+
+@dataclass(frozen=True, kw_only=True)
+class CaseResult:
+    verdict: Verdict
+    run: RunResult | None = None
+    message: str = ""
+
+    def to_dict(self, *, include_output: bool = True) -> dict[str, Any]:
+        out: dict[str, Any] = {"verdict": self.verdict.value, "message": self.message}
+        if self.run is not None:
+            run = self.run.to_dict()
+            if not include_output:
+                run.pop("stdout")
+                run.pop("stderr")
+            out["run"] = run
+        return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class JudgeResult:
+    verdict: Verdict
+    cases: list[CaseResult] = field(default_factory=list)
+    compile_message: str = ""
+    isolation: str = "bwrap"
+    wall_s: float = 0.0
+    code: str = ""
+    language: str = "python"
+    extraction_rule: str | None = None
+
+    @property
+    def accepted(self) -> bool:
+        return self.verdict is Verdict.ACCEPTED
+
+    @property
+    def passed(self) -> int:
+        return sum(c.verdict is Verdict.ACCEPTED for c in self.cases)
+
+    @property
+    def total(self) -> int:
+        return len(self.cases)
+
+    @property
+    def first_failure(self) -> int | None:
+        return next((i for i, c in enumerate(self.cases) if c.verdict not in (Verdict.ACCEPTED, Verdict.SKIPPED)),
+                    None)
+
+    @property
+    def sandbox_error(self) -> bool:
+        return self.verdict is Verdict.SANDBOX_ERROR
+
+    def to_dict(self, *, include_output: bool = True) -> dict[str, Any]:
+        return {
+            "verdict": self.verdict.value, "accepted": self.accepted, "passed": self.passed, "total": self.total,
+            "first_failure": self.first_failure, "compile_message": self.compile_message,
+            "isolation": self.isolation, "wall_s": round(self.wall_s, 6), "language": self.language,
+            "extraction_rule": self.extraction_rule, "code": self.code,
+            "cases": [c.to_dict(include_output=include_output) for c in self.cases],
+        }
+
+
+class Judge:
+    """Judges submissions on an engine (in-process). ``await Judge(engine).judge(submission)``."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.special = SpecialJudge(engine)
+
+    async def judge(self, sub: Submission) -> JudgeResult:
+        started = time.monotonic()
+        spec = to_spec(sub.spec, fn_name=sub.fn_name)
+        code, language, rule = self._code(sub)
+        language = self.engine.language(language).name
+        if spec.mode != "stdio" and language != "python":
+            raise BadRequest(f"{spec.mode} tests are judged for python only, not {language}")
+        nonce = harness.new_nonce()
+        source = harness.program(spec, code, prelude=sub.prelude) if language == "python" else code
+        inputs = [harness.case_stdin(spec, i, nonce) for i in range(len(spec.cases))]
+
+        verdicts: dict[int, CaseResult] = {}
+
+        def stop(index: int, result: RunResult) -> bool:
+            if spec.checker is not None:  # verdicts come from the checker afterwards
+                return sub.stop_on_first_failure and not result.ok
+            verdicts[index] = self._case(spec, index, result, nonce)
+            return sub.stop_on_first_failure and verdicts[index].verdict is not Verdict.ACCEPTED
+
+        ex = await self.engine.execute(Program(language, source), inputs, sub.limits, stop=stop,
+                                       total_time_s=sub.total_time_s)
+        base = dict(isolation=ex.isolation, code=code, language=language, extraction_rule=rule)
+        if ex.compile is not None and not ex.compile.ok:
+            verdict = Verdict.SANDBOX_ERROR if ex.compile.sandbox_error else Verdict.COMPILE_ERROR
+            cases = [CaseResult(verdict=verdict if i == 0 else Verdict.SKIPPED, message=ex.compile.run.message)
+                     for i in range(len(spec.cases))]
+            return JudgeResult(verdict=verdict, cases=cases, compile_message=ex.compile.message[:4000],
+                               wall_s=time.monotonic() - started, **base)
+        if spec.checker is not None:
+            cases = await self.special.check(spec, ex.results, sub.stop_on_first_failure)
+        else:
+            cases = [verdicts.get(i) or self._case(spec, i, r, nonce) for i, r in enumerate(ex.results)]
+        return JudgeResult(verdict=worst([c.verdict for c in cases]), cases=cases,
+                           wall_s=time.monotonic() - started, **base)
+
+    @staticmethod
+    def _code(sub: Submission) -> tuple[str, str, str | None]:
+        if sub.code is not None:
+            return sub.code, sub.language or "python", None
+        if sub.response is None:
+            raise NoCodeFound("a submission needs code or a response to extract it from")
+        extracted = extract_code(sub.response, sub.language)
+        return extracted.code, extracted.language, extracted.rule
+
+    @staticmethod
+    def _case(spec: TestSpec, index: int, result: RunResult, nonce: str) -> CaseResult:
+        verdict = _STATUS_VERDICT.get(result.status)
+        if verdict is not None:
+            return CaseResult(verdict=verdict, run=result, message=result.message)
+        case = spec.cases[index]
+        if spec.mode == "stdio":
+            ok, why = compare.stdio(result.stdout.decode("utf-8", "replace"), case.output, spec.compare)  # type: ignore[union-attr]
+        else:
+            signed, value = harness.read_signed(result.stdout, nonce)
+            if not signed:
+                ok, why = False, "the tests did not run to the end (no completion signal)"
+            elif spec.mode == "function":
+                ok, why = compare.values(value, case.output, spec.compare)  # type: ignore[union-attr]
+            else:
+                ok, why = True, ""
+        return CaseResult(verdict=Verdict.ACCEPTED if ok else Verdict.WRONG_ANSWER, run=result, message=why)
