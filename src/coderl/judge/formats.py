@@ -108,7 +108,7 @@ def _lcb_case_list(value: Any, field: str) -> list[dict]:
         try:
             value = json.loads(value)
         except json.JSONDecodeError:
-            value = json.loads(decode_compressed_tests(value))
+            value = decode_compressed_tests(value)
     if not isinstance(value, list):
         raise InvalidTestSpec(f"lcb_row: {field} must be a list of test cases")
     return value

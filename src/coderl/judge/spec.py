@@ -75,6 +75,7 @@ class AssertCase(_Strict):
 
 
 class TestSpec(_Strict):
+    __test__ = False  # not a pytest test class
     mode: Literal["stdio", "function", "assert"]
     cases: list[StdioCase] | list[FunctionCase] | list[AssertCase]
     fn_name: str | None = None
