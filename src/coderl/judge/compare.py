@@ -64,6 +64,10 @@ def _close(a: float, b: float, options: CompareOptions) -> bool:
 
 def values(got: Any, expected: Any, options: CompareOptions = CompareOptions()) -> tuple[bool, str]:
     """Function-call return values (plain JSON data on both sides)."""
+    from coderl.judge.harness import NotPlainData
+
+    if isinstance(got, NotPlainData):
+        return False, f"expected {_short(expected)}, got a {str(got)} (not plain data)"
     if _value_equal(got, expected, options):
         return True, ""
     if options.wrapped_output and isinstance(expected, list) and len(expected) == 1 and \
