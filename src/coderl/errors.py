@@ -13,6 +13,7 @@ for the two other parties::
     ├── SandboxError             our fault: infrastructure, retry or drop the sample (HTTP 503)
     │   ├── IsolationUnavailable the host cannot provide the security boundary
     │   ├── SlotFailure          a runner died, hung or answered nonsense
+    │   ├── DeadlineExceeded     the request's deadline passed (HTTP 504: retry)
     │   └── Overloaded           the bounded queue is full (HTTP 429)
     └── ServiceError             talking to a coderl service over HTTP failed (client side)
         └── ServiceUnavailable   connection refused/reset, 429/503/504 after all retries
@@ -60,6 +61,10 @@ class SlotFailure(SandboxError):
     """An isolated runner died, hung, or broke the protocol."""
 
 
+class DeadlineExceeded(SandboxError):
+    """The work did not finish within the request's deadline."""
+
+
 class Overloaded(SandboxError):
     """The bounded work queue is full; retry after a short delay."""
 
@@ -75,6 +80,7 @@ class ServiceUnavailable(ServiceError):
 __all__ = [
     "BadRequest",
     "CoderlError",
+    "DeadlineExceeded",
     "InvalidTestSpec",
     "IsolationUnavailable",
     "NoCodeFound",

@@ -44,6 +44,7 @@ class Engine:
         self.tmpfs_mb = tmpfs_mb
         self.cgroups = CgroupManager()
         self._languages: dict[str, type[Language]] = {}
+        self._infos: dict[str, LanguageInfo] = {}
         self._slots: list[Slot] = []
         self._idle: asyncio.Queue[Slot] | None = None
         self._config: SlotConfig | None = None
@@ -65,6 +66,7 @@ class Engine:
                 raise IsolationUnavailable(f"{problem}; see `coderl sandbox doctor` "
                                            "(or run with isolation 'none', which has no security boundary)")
         self._languages = {lang.name: lang for lang in languages.ALL if lang.available()}
+        self._infos = {name: lang.info() for name, lang in self._languages.items()}  # versions: asked once
         binds = tuple(sorted({b for lang in self._languages.values() for b in lang.extra_binds()}))
         self.cgroups.start()
         self._config = SlotConfig(isolation=self.isolation, cgroups=self.cgroups,
@@ -88,7 +90,7 @@ class Engine:
 
     # ------------------------------------------------------------------ queries
     def languages(self) -> dict[str, LanguageInfo]:
-        return {name: lang.info() for name, lang in self._languages.items()}
+        return dict(self._infos)
 
     def language(self, name: str) -> type[Language]:
         return languages.resolve(name, self._languages)

@@ -166,6 +166,9 @@ class Slot:
                 if stop is not None and not stop_sent and stop(reply["index"], result):
                     stop_sent = True
                     await self._send({"op": "stop"}, [])
+        except asyncio.CancelledError:  # the caller gave up mid-protocol: the runner's state is unknown
+            self.healthy = False
+            raise
         except SlotFailure as exc:
             exc.compile, exc.partial = compiled, results  # type: ignore[attr-defined]
             # The slot's cgroup holds this one submission: an OOM kill there is the program's doing

@@ -1,0 +1,231 @@
+"""The FastAPI application: one engine + judge per process, admission control, metrics, errors.
+
+Errors follow the one exception tree: a bad request is a 4xx with a one-line ``detail`` (422 with
+field paths for schema errors, 413 for oversized bodies), a full queue is 429 + Retry-After, our
+own failure is 503, and nothing ever answers with a traceback. Every response carries the
+isolation mode in ``X-Coderl-Isolation``; with ``--isolation none`` every JSON body also says
+``"isolation": "none"`` and a warning.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
+
+from coderl import __version__
+from coderl.errors import (
+    BadRequest,
+    CoderlError,
+    DeadlineExceeded,
+    InvalidTestSpec,
+    NoCodeFound,
+    Overloaded,
+    SandboxError,
+    UnknownLanguage,
+)
+from coderl.judge import Judge, Submission
+from coderl.sandbox import Engine
+from coderl.server.admission import Admission
+from coderl.server.metrics import Metrics
+from coderl.server.settings import Settings
+
+log = logging.getLogger("coderl.server")
+UNISOLATED_WARNING = "NO ISOLATION: programs run unsandboxed on the host (--isolation none)"
+
+
+class Service:
+    """What the routes share: the engine, the judge, admission, metrics."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.engine = Engine(slots=settings.slots, isolation=settings.isolation)
+        self.judge = Judge(self.engine)
+        self.admission = Admission(settings.queue)
+        self.metrics = Metrics()
+        self.started = False
+        self._canary: tuple[float, bool, str] = (0.0, False, "not checked yet")
+
+    async def start(self) -> None:
+        await self.engine.start()
+        self.started = True
+        self.metrics.slots_total.set(self.engine.size)
+
+    async def stop(self) -> None:
+        self.started = False
+        await self.engine.close()
+
+    def meta(self) -> dict[str, Any]:
+        meta: dict[str, Any] = {"isolation": self.engine.isolation}
+        if self.engine.isolation == "none":
+            meta["warning"] = UNISOLATED_WARNING
+        return meta
+
+    async def judge_many(self, subs: list[Submission | BadRequest]) -> list[Any]:
+        """Judge submissions concurrently; a bad submission yields its error, not the batch's."""
+        with self.admission.admit(len(subs)):
+            self.metrics.queue_depth.set(self.admission.admitted)
+            try:
+                return await asyncio.gather(*(self._judge_one(s) for s in subs))
+            finally:
+                self.metrics.queue_depth.set(self.admission.admitted - len(subs))
+
+    async def _judge_one(self, sub: Submission | BadRequest) -> Any:
+        if isinstance(sub, BadRequest):  # the submission could not even be built
+            return sub
+        try:
+            result = await self.judge.judge(sub)
+        except BadRequest as exc:
+            return exc
+        self.metrics.verdicts.labels(result.verdict.value).inc()
+        self.metrics.test_cases.inc(result.total)
+        if result.sandbox_error:
+            self.metrics.sandbox_errors.inc()
+        return result
+
+    async def canary(self) -> tuple[bool, str]:
+        """Readiness: a known-correct program is accepted and a known-wrong one rejected."""
+        checked_at, ok, why = self._canary
+        if time.monotonic() - checked_at < 5.0:
+            return ok, why
+        spec = {"mode": "stdio", "cases": [{"input": "2 3\n", "output": "5\n"}]}
+        good = Submission(code="a, b = map(int, input().split())\nprint(a + b)", spec=spec)
+        bad = Submission(code="print(6)", spec=spec)
+        try:
+            right, wrong = await asyncio.gather(self.judge.judge(good), self.judge.judge(bad))
+            ok = right.accepted and wrong.verdict.value == "wrong_answer"
+            why = "canary passed" if ok else f"canary failed: good={right.verdict.value}, bad={wrong.verdict.value}"
+        except CoderlError as exc:
+            ok, why = False, f"canary failed: {exc}"
+        self._canary = (time.monotonic(), ok, why)
+        return ok, why
+
+    def observe_slots(self) -> None:
+        self.metrics.slots_busy.set(self.engine.busy)
+        self.metrics.slot_restarts.set(self.engine.slot_restarts)
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or Settings.from_env()
+    service = Service(settings)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        await service.start()
+        log.info(json.dumps({"event": "started", "isolation": service.engine.isolation, "slots": service.engine.size,
+                             "languages": sorted(service.engine.languages())}))
+        if service.engine.isolation == "none":
+            log.warning(UNISOLATED_WARNING)
+        try:
+            yield
+        finally:
+            await service.stop()
+
+    app = FastAPI(title="coderl sandbox", version=__version__, lifespan=lifespan,
+                  description="Secure batch code execution and judging for code RL. "
+                              "Native API under /v1; SandboxFusion and ScaleBox compatible routes.")
+    app.state.service = service
+    _install_middleware(app, service)
+    _install_errors(app, service)
+    from coderl.server import compat, native
+
+    app.include_router(native.router)
+    app.include_router(compat.router)
+    return app
+
+
+def _install_middleware(app: FastAPI, service: Service) -> None:
+    max_bytes = int(service.settings.max_body_mb * 1024 * 1024)
+
+    @app.middleware("http")
+    async def observe(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+        started = time.monotonic()
+        route = request.url.path
+        length = request.headers.get("content-length")
+        if length is not None and length.isdigit() and int(length) > max_bytes:
+            response: Response = _error(413, f"request body over {service.settings.max_body_mb:g} MiB", service)
+        else:
+            response = await call_next(request)
+        elapsed = time.monotonic() - started
+        known = getattr(request.scope.get("route"), "path", "other")  # the matched route, never raw paths
+        service.metrics.requests.labels(known, str(response.status_code)).inc()
+        service.metrics.latency.labels(known).observe(elapsed)
+        service.observe_slots()
+        response.headers["X-Coderl-Isolation"] = service.engine.isolation
+        if route not in ("/metrics", "/healthz"):
+            log.info(json.dumps({"event": "request", "method": request.method, "route": route,
+                                 "status": response.status_code, "ms": round(elapsed * 1000, 2)}))
+        return response
+
+
+def _install_errors(app: FastAPI, service: Service) -> None:
+    @app.exception_handler(RequestValidationError)
+    async def invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = [{"loc": list(e.get("loc", ())), "msg": e.get("msg", "")} for e in exc.errors()][:20]
+        first = errors[0] if errors else {"loc": [], "msg": "invalid request"}
+        where = ".".join(str(p) for p in first["loc"])
+        return JSONResponse({"detail": f"{where}: {first['msg']}", "errors": errors, **service.meta()}, status_code=422)
+
+    @app.exception_handler(CoderlError)
+    async def coderl_error(_request: Request, exc: CoderlError) -> JSONResponse:
+        return _error(status_for(exc), str(exc), service)
+
+    @app.exception_handler(Exception)
+    async def unexpected(_request: Request, exc: Exception) -> JSONResponse:
+        log.error(json.dumps({"event": "internal_error", "error": f"{type(exc).__name__}: {exc}"}))
+        return _error(500, f"internal error: {type(exc).__name__}", service)
+
+
+def status_for(exc: CoderlError) -> int:
+    if isinstance(exc, Overloaded):
+        return 429
+    if isinstance(exc, DeadlineExceeded):
+        return 504
+    if isinstance(exc, UnknownLanguage | InvalidTestSpec | NoCodeFound):
+        return 422
+    if isinstance(exc, BadRequest):
+        return 400
+    if isinstance(exc, SandboxError):
+        return 503
+    return 500
+
+
+def _error(status: int, detail: str, service: Service) -> JSONResponse:
+    headers = {"Retry-After": "1"} if status in (429, 503, 504) else None
+    return JSONResponse({"detail": detail, **service.meta()}, status_code=status, headers=headers)
+
+
+def service_of(request: Request) -> Service:
+    return request.app.state.service  # type: ignore[no-any-return]
+
+
+async def cancel_on_disconnect(request: Request, work: Awaitable[Any], timeout_s: float) -> Any:
+    """Run ``work``; cancel it if the client goes away or the deadline passes (504)."""
+    task = asyncio.ensure_future(work)
+
+    async def watch() -> None:
+        while not task.done():
+            if await request.is_disconnected():
+                task.cancel()
+                return
+            await asyncio.sleep(0.25)
+
+    watcher = asyncio.ensure_future(watch())
+    try:
+        return await asyncio.wait_for(task, timeout_s)
+    except TimeoutError:
+        raise DeadlineExceeded(f"request took longer than its deadline of {timeout_s:g} s") from None
+    finally:
+        watcher.cancel()
+
+
+def plain(text: str) -> PlainTextResponse:
+    return PlainTextResponse(text)

@@ -1,0 +1,48 @@
+"""`coderl serve`: the sandbox service (uvicorn), or a Ray Serve application with ``--ray``."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("serve", help="run the sandbox service (flags also from CODERL_* env vars)")
+    p.add_argument("--host", help="bind address (CODERL_HOST, default 127.0.0.1)")
+    p.add_argument("--port", type=int, help="port (CODERL_PORT, default 8080)")
+    p.add_argument("--slots", type=int, help="isolated slots (CODERL_SLOTS, default: CPU count)")
+    p.add_argument("--isolation", choices=("bwrap", "none"),
+                   help="bwrap (default) or none: NO security boundary, reported in every response")
+    p.add_argument("--queue", type=int, help="submissions admitted at once before 429 (CODERL_QUEUE, default 512)")
+    p.add_argument("--max-body-mb", type=float, help="largest request body (CODERL_MAX_BODY_MB, default 64)")
+    p.add_argument("--default-memory-mb", type=int, help="memory limit when a request gives none (default 1024)")
+    p.add_argument("--log-level", choices=("debug", "info", "warning", "error"))
+    p.add_argument("--ray", action="store_true", help="deploy on the Ray cluster as a Ray Serve application")
+    p.add_argument("--replicas", type=int, default=None, help="with --ray: replicas (default: one per node)")
+    p.set_defaults(func=_serve)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from coderl.errors import IsolationUnavailable
+    from coderl.sandbox.engine import isolation_problem
+    from coderl.server.settings import Settings
+
+    settings = Settings.from_env(host=args.host, port=args.port, slots=args.slots, isolation=args.isolation,
+                                 queue=args.queue, max_body_mb=args.max_body_mb,
+                                 default_memory_mb=args.default_memory_mb, log_level=args.log_level)
+    if settings.isolation == "bwrap" and (problem := isolation_problem()):
+        raise IsolationUnavailable(f"{problem}; refusing to start without isolation "
+                                   "(see `coderl sandbox doctor`, or pass --isolation none explicitly)")
+    if args.ray:
+        from coderl.server.ray_serve import deploy
+
+        return deploy(settings, replicas=args.replicas)
+    import logging
+
+    import uvicorn
+
+    from coderl.server.app import create_app
+
+    logging.basicConfig(level=settings.log_level.upper(), format="%(message)s")
+    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level=settings.log_level,
+                access_log=False, timeout_graceful_shutdown=30)
+    return 0

@@ -1,0 +1,161 @@
+"""Drop-in compatibility with SandboxFusion (``/run_code``, ``/v1/ping``) and ScaleBox
+(``/common_evaluate_batch``, ``/common_evaluate``): their exact field names and enum values, with
+our semantics where theirs are defective (docs/api.md lists the differences: LiveCodeBench-exact,
+case-sensitive comparison instead of their lowercase/prefix rules; early exits never pass;
+memory limits honoured; output never silently truncated)."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import Any
+
+from fastapi import APIRouter, Request
+
+from coderl.errors import BadRequest, NoCodeFound
+from coderl.judge import Checker, Submission, Verdict, extract_code, to_spec
+from coderl.judge.judge import CaseResult
+from coderl.sandbox import CompileResult, Limits, Program, RunInput, RunResult, RunStatus
+from coderl.server.app import cancel_on_disconnect, service_of
+from coderl.server.models import EvalRequest, RunCodeRequest
+
+router = APIRouter()
+_SF_LANGUAGES = {"python": "python", "cpp": "cpp", "nodejs": "javascript", "javascript": "javascript", "go": "go",
+                 "java": "java", "rust": "rust", "c": "c"}
+
+
+@router.get("/v1/ping", summary="SandboxFusion liveness (the JSON string \"pong\")")
+async def ping() -> str:
+    return "pong"
+
+
+@router.post("/run_code", summary="SandboxFusion /run_code")
+async def run_code(body: RunCodeRequest, request: Request) -> dict[str, Any]:
+    service = service_of(request)
+    language = _sf_language(body.language, service)
+    memory = service.settings.default_memory_mb if body.memory_limit_MB <= 0 else body.memory_limit_MB
+    limits = Limits(cpu_s=body.run_timeout, wall_s=body.run_timeout, memory_mb=memory)
+    compile_limits = Limits(cpu_s=body.compile_timeout, wall_s=body.compile_timeout, memory_mb=max(memory, 2048),
+                            stdout_kb=64 * 1024, stderr_kb=256)
+    try:
+        files = {path: base64.b64decode(content, validate=True) for path, content in body.files.items()}
+    except (binascii.Error, ValueError) as exc:
+        raise BadRequest(f"files: not base64 ({exc})") from None
+    run_input = RunInput(stdin=(body.stdin or "").encode(), files=files, fetch=tuple(body.fetch_files))
+    with service.admission.admit():
+        ex = await cancel_on_disconnect(
+            request, service.engine.execute(Program(language, body.code), [run_input], limits,
+                                            compile_limits=compile_limits),
+            service.settings.request_timeout_s)
+    compiled_language = service.engine.language(language).compile_argv is not None
+    return {**sf_response(ex.compile if compiled_language or (ex.compile and not ex.compile.ok) else None,
+                          ex.results[0]), **service.meta()}
+
+
+def sf_response(compiled: CompileResult | None, run: RunResult | None) -> dict[str, Any]:
+    """SandboxFusion's RunCodeResponse for a compile record and a run record."""
+    compile_result = _command(compiled.run, sandbox_error=compiled.sandbox_error) if compiled else None
+    if compiled is not None and not compiled.ok:
+        compile_result = compile_result or {}
+        if compile_result.get("return_code") == 0:
+            compile_result["return_code"] = 1  # a failed compile must not read as a clean exit
+        run_result = None
+    else:
+        run_result = _command(run) if run is not None else None
+    steps = [r for r in (compile_result, run_result) if r is not None]
+    if any(r["status"] == "Error" for r in steps):
+        status = "SandboxError"
+    elif any(r["status"] == "TimeLimitExceeded" for r in steps) or any(r["return_code"] not in (0, None) for r in steps):
+        status = "Failed"
+    else:
+        status = "Success"
+    message = ""
+    if run is not None and run.status is not RunStatus.OK:
+        message = f"{run.status.value}: {run.message}".strip(": ")
+    if compiled is not None and not compiled.ok:
+        message = "sandbox error while compiling" if compiled.sandbox_error else "compile error"
+    return {"status": status, "message": message, "compile_result": compile_result, "run_result": run_result,
+            "executor_pod_name": None,
+            "files": {k: base64.b64encode(v).decode() for k, v in (run.files if run else {}).items()}}
+
+
+def _command(run: RunResult, *, sandbox_error: bool = False) -> dict[str, Any]:
+    if sandbox_error or run.status is RunStatus.SANDBOX_ERROR:
+        status, code = "Error", None
+    elif run.status is RunStatus.TIME_LIMIT:
+        status, code = "TimeLimitExceeded", None
+    else:
+        status = "Finished"
+        code = run.exit_code if run.exit_code is not None else (-run.signal if run.signal else 1)
+        if run.status is not RunStatus.OK and code == 0:
+            code = 1  # killed for a limit after exiting 0 would otherwise read as success
+    return {"status": status, "execution_time": round(run.wall_s, 6), "return_code": code,
+            "stdout": run.stdout.decode("utf-8", "replace"), "stderr": run.stderr.decode("utf-8", "replace")}
+
+
+def _sf_language(name: str, service: Any) -> str:
+    language = _SF_LANGUAGES.get(name.lower())
+    if language is None or language not in service.engine.languages():
+        from coderl.errors import UnknownLanguage
+
+        raise UnknownLanguage(name, [k for k, v in _SF_LANGUAGES.items() if v in service.engine.languages()])
+    return language
+
+
+@router.post("/common_evaluate_batch", summary="ScaleBox batch evaluation of one completion")
+async def common_evaluate_batch(body: EvalRequest, request: Request) -> dict[str, Any]:
+    return await _evaluate(body, request)
+
+
+@router.post("/common_evaluate", summary="ScaleBox evaluation of one completion")
+async def common_evaluate(body: EvalRequest, request: Request) -> dict[str, Any]:
+    return await _evaluate(body, request)
+
+
+async def _evaluate(body: EvalRequest, request: Request) -> dict[str, Any]:
+    service = service_of(request)
+    cfg = body.config
+    language = _sf_language(cfg.language, service)
+    try:
+        code = extract_code(body.completion, language).code
+    except NoCodeFound:
+        code = ""
+    tests = cfg.provided_data.get("test_cases", cfg.provided_data)
+    spec = to_spec(tests, "io_typed")
+    extra = cfg.extra
+    if extra.get("special_judge_program"):
+        checker = Checker(kind="program", language=_sf_language(extra.get("special_judge_language", "python"), service),
+                          code=extra["special_judge_program"], files="scalebox")
+        spec = spec.model_copy(update={"checker": checker})
+    run_all = bool(extra.get("run_all_cases", False))
+    sub = Submission(spec=spec, language=language, code=code, stop_on_first_failure=not run_all,
+                     total_time_s=float(extra.get("total_timeout", 300)),
+                     limits=Limits(cpu_s=cfg.run_timeout, wall_s=cfg.run_timeout,
+                                   memory_mb=service.settings.default_memory_mb))
+    (outcome,) = await cancel_on_disconnect(request, service.judge_many([sub]), service.settings.request_timeout_s)
+    if isinstance(outcome, Exception):
+        raise outcome
+    tests_out = []
+    for case in outcome.cases:
+        if case.verdict is Verdict.SKIPPED and not (case.run and "budget" in case.run.message):
+            if not run_all:
+                break
+        tests_out.append({"passed": case.verdict is Verdict.ACCEPTED, "exec_info": _case_exec_info(case, outcome)})
+    return {"id": body.id, "accepted": outcome.accepted, "extracted_code": code, "full_code": None, "test_code": None,
+            "tests": tests_out, "extracted_type": language,
+            "extra": {"verdict": outcome.verdict.value, **service.meta()}}
+
+
+def _case_exec_info(case: CaseResult, outcome: Any) -> dict[str, Any]:
+    if case.verdict is Verdict.COMPILE_ERROR:
+        run = RunResult(status=RunStatus.RUNTIME_ERROR, exit_code=1, stderr=outcome.compile_message.encode())
+        info = sf_response(CompileResult(ok=False, run=run), None)
+    elif case.run is None or (case.verdict is Verdict.SKIPPED and "budget" in (case.run.message if case.run else "")):
+        info = {"status": "SandboxError", "message": "Total Timeout" if case.verdict is Verdict.SKIPPED else case.message,
+                "compile_result": None, "run_result": None, "executor_pod_name": None, "files": {}}
+    else:
+        info = sf_response(None, case.run)
+    if case.verdict is Verdict.WRONG_ANSWER and info["status"] == "Success":
+        info["status"] = "Failed"
+        info["message"] = case.message
+    return info

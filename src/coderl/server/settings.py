@@ -1,0 +1,55 @@
+"""Service settings: every flag of `coderl serve` also comes from a ``CODERL_*`` variable."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, kw_only=True)
+class Settings:
+    host: str = "127.0.0.1"
+    port: int = 8080
+    slots: int | None = None  # default: CPU count
+    isolation: str = "bwrap"
+    queue: int = 512  # submissions admitted at once (running + waiting); past it: 429
+    max_body_mb: float = 64.0
+    default_memory_mb: int = 1024
+    request_timeout_s: float = 600.0
+    log_level: str = "info"
+
+    @classmethod
+    def from_env(cls, **overrides: object) -> Settings:
+        """Defaults, then ``CODERL_<FIELD>`` variables, then explicit (non-None) overrides."""
+        values: dict[str, object] = {}
+        for f in dataclasses.fields(cls):
+            raw = os.environ.get(f"CODERL_{f.name.upper()}")
+            if raw not in (None, ""):
+                values[f.name] = _convert(f.name, raw, f.type)
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        settings = cls(**values)  # type: ignore[arg-type]
+        settings.validate()
+        return settings
+
+    def validate(self) -> None:
+        if self.isolation not in ("bwrap", "none"):
+            raise ValueError(f"isolation must be 'bwrap' or 'none', got {self.isolation!r}")
+        if not 0 < self.port < 65536:
+            raise ValueError(f"port must be 1..65535, got {self.port}")
+        if self.slots is not None and self.slots < 1:
+            raise ValueError("slots must be >= 1")
+        if self.queue < 1 or self.max_body_mb <= 0:
+            raise ValueError("queue and max_body_mb must be positive")
+
+
+def _convert(name: str, raw: str, kind: object) -> object:
+    text = str(kind)
+    try:
+        if "int" in text:
+            return int(raw)
+        if "float" in text:
+            return float(raw)
+    except ValueError:
+        raise ValueError(f"CODERL_{name.upper()}={raw!r} is not a number") from None
+    return raw
