@@ -137,9 +137,8 @@ async def _evaluate(body: EvalRequest, request: Request) -> dict[str, Any]:
         raise outcome
     tests_out = []
     for case in outcome.cases:
-        if case.verdict is Verdict.SKIPPED and not (case.run and "budget" in case.run.message):
-            if not run_all:
-                break
+        if case.verdict is Verdict.SKIPPED and not run_all and not (case.run and "budget" in case.run.message):
+            break  # ScaleBox returns only the cases up to the first failure
         tests_out.append({"passed": case.verdict is Verdict.ACCEPTED, "exec_info": _case_exec_info(case, outcome)})
     return {"id": body.id, "accepted": outcome.accepted, "extracted_code": code, "full_code": None, "test_code": None,
             "tests": tests_out, "extracted_type": language,
