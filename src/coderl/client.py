@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx
 
-from coderl.errors import BadRequest, ServiceUnavailable
+from coderl.errors import BadRequest, ServiceError, ServiceUnavailable
 
 RETRY_STATUS = (429, 503, 504)
 
@@ -87,6 +87,8 @@ class SandboxClient:
                 if response.status_code < 400:
                     return response.json()
                 detail = _detail(response)
+                if response.status_code >= 500 and response.status_code not in RETRY_STATUS:
+                    raise ServiceError(f"{method} {path}: HTTP {response.status_code}: {detail}")
                 if response.status_code not in RETRY_STATUS:
                     raise BadRequest(f"{method} {path}: HTTP {response.status_code}: {detail}")
                 last = f"HTTP {response.status_code}: {detail}"

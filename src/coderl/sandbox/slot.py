@@ -220,7 +220,7 @@ class Slot:
         try:
             proc.stdin.write(encode_frame(header, blobs))
             await proc.stdin.drain()
-        except (ConnectionError, BrokenPipeError) as exc:
+        except (OSError, RuntimeError) as exc:  # uvloop raises RuntimeError on a closed pipe
             self.healthy = False
             raise SlotFailure(f"slot {self.index} runner died ({exc}) {self.stderr_tail()}".strip()) from exc
 
