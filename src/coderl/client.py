@@ -1,7 +1,8 @@
 """The one async HTTP client for a coderl service (one URL or several replicas).
 
 Used by the reward, the tool and the evaluator. Retries only what is safe and meaningful to
-retry: HTTP 429/503/504 and connection errors, with jittered exponential backoff (honouring
+retry: HTTP 429/503/504, connection errors, and a 5xx that did not come from a coderl process (no
+``X-Coderl-Isolation`` header: a proxy such as Ray Serve's answering for a replica that died), with jittered exponential backoff (honouring
 Retry-After), moving to the next URL each time. A 4xx is the caller's mistake and raises
 `BadRequest` at once; retries exhausted raise `ServiceUnavailable`.
 
@@ -87,9 +88,10 @@ class SandboxClient:
                 if response.status_code < 400:
                     return response.json()
                 detail = _detail(response)
-                if response.status_code >= 500 and response.status_code not in RETRY_STATUS:
+                from_proxy = "x-coderl-isolation" not in response.headers
+                if response.status_code >= 500 and response.status_code not in RETRY_STATUS and not from_proxy:
                     raise ServiceError(f"{method} {path}: HTTP {response.status_code}: {detail}")
-                if response.status_code not in RETRY_STATUS:
+                if response.status_code < 500 and response.status_code not in RETRY_STATUS:
                     raise BadRequest(f"{method} {path}: HTTP {response.status_code}: {detail}")
                 last = f"HTTP {response.status_code}: {detail}"
                 delay = _retry_after(response)
