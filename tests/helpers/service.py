@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 
@@ -27,14 +28,16 @@ def running_service(*, slots: int = 2, timeout_s: float = 60.0, **flags: object)
     argv = [sys.executable, "-m", "coderl.cli", "serve", "--port", str(port), "--slots", str(slots)]
     for name, value in flags.items():
         argv += [f"--{name.replace('_', '-')}", str(value)]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+    log = tempfile.NamedTemporaryFile(prefix="coderl-serve-", suffix=".log", delete=False)  # noqa: SIM115
+    # A file, not a pipe: an unread pipe fills up and blocks the service's logging.
+    proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
                             env={**os.environ, "PYTHONUNBUFFERED": "1"})
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + timeout_s
         while True:
             if proc.poll() is not None:
-                raise RuntimeError(f"coderl serve exited {proc.returncode}: {proc.stdout.read().decode()[-2000:]}")
+                raise RuntimeError(f"coderl serve exited {proc.returncode}: {_tail(log.name)}")
             try:
                 if httpx.get(url + "/readyz", timeout=5).status_code == 200:
                     break
@@ -52,3 +55,10 @@ def running_service(*, slots: int = 2, timeout_s: float = 60.0, **flags: object)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+        log.close()
+        os.unlink(log.name)
+
+
+def _tail(path: str) -> str:
+    with open(path, "rb") as fh:
+        return fh.read()[-2000:].decode("utf-8", "replace")
