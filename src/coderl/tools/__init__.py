@@ -1,0 +1,1 @@
+"""verl tools backed by the coderl sandbox (import verl only when a tool module is imported)."""

@@ -1,0 +1,142 @@
+"""The verl reward function: run the final answer's program against the hidden tests.
+
+Use it from verl 0.9.1 (no patch) with::
+
+    reward.custom_reward_function.path=<site-packages>/coderl/reward/code_reward.py
+    reward.custom_reward_function.name=compute_score
+    +reward.custom_reward_function.reward_kwargs.sandbox_url=http://127.0.0.1:8080
+
+It is async: verl awaits it in each RewardLoopWorker's event loop, so a worker keeps many samples
+in flight against the sandbox instead of one thread per sample.
+
+Scores: ``binary`` (default, as LiveCodeBench scores: 1 only when every test passes) or
+``fraction`` (the recipe's partial credit). A response without code scores ``format_penalty``
+(default 0). A sandbox failure (our fault, after retries) is never scored as a wrong answer: the
+sample gets ``sandbox_error=1`` and ``sandbox_error_score`` (default 0.0; exclude such samples
+through the flag). Every path returns the same keys, numbers and strings only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+from typing import Any
+
+from coderl.errors import BadRequest, CoderlError
+from coderl.judge import Verdict
+from coderl.reward.answer import final_answer
+
+VERDICT_KEYS = tuple(f"verdict_{v.value}" for v in Verdict if v is not Verdict.SKIPPED)
+_clients: dict[tuple[int, tuple[str, ...]], Any] = {}
+_embedded: dict[int, Any] = {}
+
+
+async def compute_score(data_source: str, solution_str: str, ground_truth: Any, extra_info: dict | None = None, *,
+                        sandbox_url: str | list[str] | None = None, score_mode: str = "binary",
+                        format_penalty: float = 0.0, sandbox_error_score: float = 0.0, language: str = "python",
+                        cpu_s: float = 6.0, wall_s: float = 12.0, memory_mb: int = 1024, total_time_s: float = 60.0,
+                        retries: int = 3, **_: Any) -> dict[str, Any]:
+    """Reward for one response; see the module docstring. Unknown kwargs from verl are ignored."""
+    if score_mode not in ("binary", "fraction"):
+        raise ValueError(f"score_mode must be 'binary' or 'fraction', got {score_mode!r}")
+    extra_info = extra_info or {}
+    answer = final_answer(solution_str)
+    out = _record(extra_info, answer.tool_calls)
+    submission = {"response": answer.text, "language": language, "tests": _ground_truth(ground_truth),
+                  "limits": {"cpu_s": cpu_s, "wall_s": wall_s, "memory_mb": memory_mb},
+                  "stop_on_first_failure": score_mode == "binary", "total_time_s": total_time_s}
+    url = sandbox_url or os.environ.get("CODERL_SANDBOX_URL") or None
+    result: dict[str, Any] | None = None
+    for attempt in range(retries + 1):
+        try:
+            (result,) = await _judge(url, [submission])
+        except BadRequest as exc:  # the tests themselves are broken: not the model's fault either
+            result = {"verdict": None, "error": {"type": type(exc).__name__, "message": str(exc)}}
+        except CoderlError as exc:  # unreachable / overloaded after the client's own retries
+            result = {"verdict": "sandbox_error", "error": {"type": type(exc).__name__, "message": str(exc)}}
+        if result.get("verdict") != "sandbox_error" or attempt == retries:
+            break
+        await asyncio.sleep(min(10.0, 0.5 * 2 ** attempt) * random.uniform(0.5, 1.0))
+    return _score(out, result or {}, score_mode, format_penalty, sandbox_error_score)
+
+
+def _record(extra_info: dict, tool_calls: int) -> dict[str, Any]:
+    num_turns = extra_info.get("num_turns")
+    return {"score": 0.0, "acc": 0.0, "verdict": "none", "tests_passed": 0, "tests_total": 0, "pass_rate": 0.0,
+            "sandbox_error": 0, "has_code": 0, "extraction": "none", "tool_calls": tool_calls,
+            "num_turns": int(num_turns) if isinstance(num_turns, int | float) else 0,
+            **{k: 0 for k in VERDICT_KEYS}}
+
+
+def _score(out: dict[str, Any], result: dict[str, Any], score_mode: str, format_penalty: float,
+           sandbox_error_score: float) -> dict[str, Any]:
+    error = result.get("error") or {}
+    if error.get("type") == "NoCodeFound":
+        out.update(score=float(format_penalty), verdict="no_code")
+        return out
+    verdict = result.get("verdict")
+    if verdict is None:  # unreadable tests: flag as infrastructure, never as the model's failure
+        verdict = "sandbox_error"
+    out["verdict"] = verdict
+    out["has_code"] = 1
+    out["extraction"] = result.get("extraction_rule") or "none"
+    out["tests_passed"] = int(result.get("passed", 0))
+    out["tests_total"] = int(result.get("total", 0))
+    out["pass_rate"] = out["tests_passed"] / out["tests_total"] if out["tests_total"] else 0.0
+    if f"verdict_{verdict}" in out:
+        out[f"verdict_{verdict}"] = 1
+    if verdict == "sandbox_error":
+        out.update(sandbox_error=1, score=float(sandbox_error_score))
+        return out
+    accepted = verdict == "accepted"
+    out["acc"] = 1.0 if accepted else 0.0
+    out["score"] = 1.0 if accepted else (out["pass_rate"] if score_mode == "fraction" else 0.0)
+    return out
+
+
+def _ground_truth(ground_truth: Any) -> Any:
+    if isinstance(ground_truth, str):
+        try:
+            return json.loads(ground_truth)
+        except json.JSONDecodeError:
+            return ground_truth  # a Python-literal string: the service's adapters read it
+    if hasattr(ground_truth, "tolist"):  # numpy arrays out of parquet
+        return ground_truth.tolist()
+    return ground_truth
+
+
+async def _judge(url: str | list[str] | None, submissions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    loop_id = id(asyncio.get_running_loop())
+    if url:
+        from coderl.client import SandboxClient
+
+        urls = tuple(url) if isinstance(url, list | tuple) else tuple(u for u in str(url).split(",") if u)
+        key = (loop_id, urls)
+        if key not in _clients:
+            _clients[key] = SandboxClient(list(urls), retries=4)
+        return await _clients[key].judge(submissions)
+    return await _embedded_judge(loop_id, submissions)
+
+
+async def _embedded_judge(loop_id: int, submissions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """No URL: an engine in this process (small setups and tests; a service scales better)."""
+    from coderl.judge import Judge, Submission
+    from coderl.sandbox import Engine, Limits
+
+    if loop_id not in _embedded:
+        engine = Engine(slots=int(os.environ.get("CODERL_EMBEDDED_SLOTS", "2")))
+        await engine.start()
+        _embedded[loop_id] = Judge(engine)
+    judge = _embedded[loop_id]
+    results = []
+    for s in submissions:
+        try:
+            res = await judge.judge(Submission(spec=s["tests"], response=s["response"], language=s["language"],
+                                               limits=Limits(**s["limits"]), total_time_s=s["total_time_s"],
+                                               stop_on_first_failure=s["stop_on_first_failure"]))
+            results.append(res.to_dict(include_output=False))
+        except BadRequest as exc:
+            results.append({"verdict": None, "error": {"type": type(exc).__name__, "message": str(exc)}})
+    return results
