@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Shared helpers for the training scripts (sourced, not run).
+
+CODERL_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+PYTHON="${PYTHON:-$( [ -x "$CODERL_ROOT/.venv/bin/python" ] && echo "$CODERL_ROOT/.venv/bin/python" || echo python3 )}"
+
+# Parse --dry-run / --strict out of "$@"; the rest are Hydra overrides passed through to verl.
+parse_common_args() {
+  DRY_RUN=0; STRICT=(); EXTRA_OVERRIDES=()
+  for arg in "$@"; do
+    case "$arg" in
+      --dry-run) DRY_RUN=1 ;;
+      --strict) STRICT=(--strict) ;;
+      -h|--help) usage; exit 0 ;;
+      --*) echo "error: unknown option $arg (Hydra overrides look like key=value)" >&2; exit 2 ;;
+      *) EXTRA_OVERRIDES+=("$arg") ;;
+    esac
+  done
+}
+
+# DEVICE (npu when torch_npu imports, else cuda) and N_GPUS (visible accelerators), unless set.
+detect_device() {
+  if [ -z "${DEVICE:-}" ]; then
+    if "$PYTHON" -c "import torch_npu" >/dev/null 2>&1; then DEVICE=npu; else DEVICE=cuda; fi
+  fi
+  if [ -z "${N_GPUS:-}" ]; then
+    if [ "$DEVICE" = npu ]; then
+      N_GPUS=$("$PYTHON" -c "import torch, torch_npu; print(torch.npu.device_count())" 2>/dev/null || echo 0)
+    else
+      N_GPUS=$("$PYTHON" -c "import torch; print(torch.cuda.device_count())" 2>/dev/null || echo 0)
+    fi
+    [ "$N_GPUS" -gt 0 ] 2>/dev/null || N_GPUS=8   # a dry-run on a machine without accelerators plans for 8
+  fi
+  export DEVICE N_GPUS
+}
+
+# Fail fast when the sandbox service is down: training would score every sample as a sandbox error.
+check_sandbox() {
+  local url="$1"
+  "$PYTHON" - "$url" <<'PY' || { echo "error: sandbox at $url is not ready (start it: scripts/start_sandbox.sh, or coderl serve)" >&2; exit 1; }
+import asyncio, sys
+from coderl.client import SandboxClient
+async def main():
+    async with SandboxClient(sys.argv[1].split(",")) as c:
+        return await c.health()
+sys.exit(0 if asyncio.run(main()) else 1)
+PY
+}
+
+reward_file() {
+  "$PYTHON" -c "import coderl.reward.code_reward as m; print(m.__file__)"
+}

