@@ -17,6 +17,7 @@ from coderl.errors import BadRequest, CoderlError
 COMMAND_MODULES: tuple[str, ...] = (
     "coderl.sandbox.cli",
     "coderl.server.cli",
+    "coderl.data.cli",
 )
 
 

@@ -1,0 +1,116 @@
+"""Gen-Verse/Open-AgentRL-SFT-3K -> verl multi-turn SFT parquet (`messages`, `tools`).
+
+The recipe's filters: some assistant message has tool calls, some message is a tool response, the
+last assistant message holds a ```python block and no \\boxed (which drops the math traces). Tool-
+call arguments are stored as JSON strings (pyarrow would otherwise merge argument keys across
+rows), and every row's tools are the one `code_interpreter` schema the RL stage offers, so SFT
+and RL show the model the same tool. Every kept row must render with the chat template.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+from coderl.data.common import BuildReport, Drop, parse_json_field, progress, read_rows, write_parquet
+
+TOOL_NAME = "code_interpreter"
+
+
+def tool_schema() -> dict[str, Any]:
+    return {"type": "function", "function": {
+        "name": TOOL_NAME,
+        "description": "Run a program in a sandbox and see its output. Python by default; state is not kept "
+                       "between calls. Print what you want to see.",
+        "parameters": {"type": "object", "properties": {
+            "code": {"type": "string", "description": "the complete program to run"},
+            "language": {"type": "string", "description": "python (default), cpp, c, java, javascript, go, rust"},
+            "timeout": {"type": "number", "description": "seconds, at most the configured maximum"}},
+            "required": ["code"]}}}
+
+
+def sft_row(row: dict[str, Any]) -> dict[str, Any]:
+    if "__malformed__" in row:
+        raise Drop("malformed line", row["__malformed__"])
+    messages = parse_json_field(row.get("messages"), "messages")
+    if not isinstance(messages, list) or not messages:
+        raise Drop("no messages", str(messages)[:80])
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        if not isinstance(m, dict) or m.get("role") not in ("system", "user", "assistant", "tool"):
+            raise Drop("unknown message role", str(m)[:80])
+        msg = {"role": m["role"], "content": m.get("content") or ""}
+        calls = m.get("tool_calls")
+        if calls:
+            msg["tool_calls"] = [_tool_call(c) for c in calls]
+        out.append(msg)
+    if not any(m.get("tool_calls") for m in out if m["role"] == "assistant"):
+        raise Drop("no assistant tool call", out[-1]["content"][:80])
+    if not any(m["role"] == "tool" for m in out):
+        raise Drop("no tool response", out[-1]["content"][:80])
+    last = next(m for m in reversed(out) if m["role"] == "assistant")
+    if "```python" not in last["content"] or "```" not in last["content"].split("```python", 1)[1]:
+        raise Drop("last assistant message has no python block", last["content"][-80:])
+    if "\\boxed" in last["content"]:
+        raise Drop("last assistant message has \\boxed", last["content"][-80:])
+    return {"messages": out, "tools": [tool_schema()]}
+
+
+def _tool_call(call: Any) -> dict[str, Any]:
+    fn = call.get("function", call) if isinstance(call, dict) else None
+    if not isinstance(fn, dict) or fn.get("name") != TOOL_NAME:
+        raise Drop("calls a tool other than code_interpreter", str(call)[:80])
+    args = fn.get("arguments")
+    if isinstance(args, str):
+        try:
+            args = json.loads(args)
+        except json.JSONDecodeError:
+            raise Drop("tool-call arguments are not JSON", args[:80]) from None
+    if not isinstance(args, dict) or not isinstance(args.get("code"), str):
+        raise Drop("tool-call arguments lack code", str(args)[:80])
+    return {"type": "function", "function": {"name": TOOL_NAME, "arguments": json.dumps(args, ensure_ascii=False)}}
+
+
+def build_sft(source: str, out_dir: str | Path, *, tokenizer_path: str | None = None, limit: int | None = None,
+              val_fraction: float = 0.02, seed: int = 42) -> BuildReport:
+    report = BuildReport("sft")
+    tokenizer = _tokenizer(tokenizer_path)
+    rows: list[dict[str, Any]] = []
+    for row in progress(read_rows(source, limit=limit), "sft"):
+        report.read += 1
+        try:
+            built = sft_row(row)
+            _render(tokenizer, built)
+        except Drop as drop:
+            report.drop(drop.reason, drop.detail)
+            continue
+        rows.append(built)
+    report.kept = len(rows)
+    report.check_nonempty()
+    random.Random(seed).shuffle(rows)
+    n_val = max(1, round(len(rows) * val_fraction)) if len(rows) > 1 else 0
+    out = Path(out_dir)
+    report.outputs.append(write_parquet(rows[n_val:], out / "train.parquet"))
+    if n_val:
+        report.outputs.append(write_parquet(rows[:n_val], out / "validation.parquet"))
+    (out / "report.json").write_text(json.dumps(report.to_dict(), indent=2))
+    return report
+
+
+def _tokenizer(path: str | None) -> Any:
+    from transformers import AutoTokenizer
+
+    if path is None:
+        from coderl.data.qwen_tokenizer import build_qwen_tokenizer
+
+        path = str(build_qwen_tokenizer())
+    return AutoTokenizer.from_pretrained(path)
+
+
+def _render(tokenizer: Any, row: dict[str, Any]) -> None:
+    try:
+        tokenizer.apply_chat_template(row["messages"], tools=row["tools"], tokenize=False)
+    except Exception as exc:  # noqa: BLE001 - jinja raises all sorts; the row is what is wrong
+        raise Drop("does not render with the chat template", f"{type(exc).__name__}: {exc}") from None
