@@ -18,6 +18,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "coderl.sandbox.cli",
     "coderl.server.cli",
     "coderl.data.cli",
+    "coderl.eval.cli",
+    "coderl.plots.cli",
 )
 
 

@@ -75,11 +75,12 @@ def test_tool_call_runs_in_sandbox_and_is_masked(tokenizer, tiny_model, sandbox_
 def test_tool_reports_limits_and_errors(tokenizer, tiny_model, sandbox_url, monkeypatch):
     from verl.tools.schemas import OpenAIFunctionToolSchema
 
-    from coderl.tools.code_interpreter import DEFAULT_SCHEMA, CodeInterpreterTool
+    from coderl.tools.code_interpreter import CodeInterpreterTool
+    from coderl.tools.schema import CODE_INTERPRETER_SCHEMA
 
     monkeypatch.setenv("CODERL_SANDBOX_URL", sandbox_url)
     tool = CodeInterpreterTool({"type": "native", "max_timeout": 1, "max_output_chars": 100},
-                               OpenAIFunctionToolSchema.model_validate(DEFAULT_SCHEMA))
+                               OpenAIFunctionToolSchema.model_validate(CODE_INTERPRETER_SCHEMA))
 
     async def run(params):
         return (await tool.execute("x", params))[0].text
