@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Container entrypoint: start the sandbox service supervised (restarted if it dies), wait until it
+# is ready, run the given command (default: a shell), forward SIGTERM/SIGINT to it, and exit with
+# its exit code (stopping the service on the way out).
+#
+# Environment: CODERL_SERVICE_CMD (default: "coderl serve"), CODERL_HOST (127.0.0.1), CODERL_PORT
+# (8080), CODERL_READY_TIMEOUT (180 s), CODERL_RESTART_DELAY (1 s), CODERL_SERVICE_PIDFILE
+# (where the running service's pid is kept, default /tmp/coderl-service.pid).
+set -uo pipefail
+
+SERVICE_CMD="${CODERL_SERVICE_CMD:-coderl serve}"
+HOST="${CODERL_HOST:-127.0.0.1}"
+PORT="${CODERL_PORT:-8080}"
+READY_TIMEOUT="${CODERL_READY_TIMEOUT:-180}"
+RESTART_DELAY="${CODERL_RESTART_DELAY:-1}"
+PIDFILE="${CODERL_SERVICE_PIDFILE:-/tmp/coderl-service.pid}"
+PY="$(command -v python3 || command -v python)"
+export CODERL_HOST="$HOST" CODERL_PORT="$PORT"
+
+log() { echo "entrypoint: $*" >&2; }
+
+supervise() {
+  local stopping=0 svc
+  trap 'stopping=1; [ -n "${svc:-}" ] && kill -TERM "$svc" 2>/dev/null' TERM INT
+  while [ "$stopping" = 0 ]; do
+    # shellcheck disable=SC2086  # the command is a command line on purpose
+    $SERVICE_CMD &
+    svc=$!
+    echo "$svc" > "$PIDFILE"
+    wait "$svc"
+    rc=$?
+    wait "$svc" 2>/dev/null  # a trapped signal interrupts the first wait
+    [ "$stopping" = 1 ] && break
+    log "service exited with $rc; restarting in ${RESTART_DELAY}s"
+    sleep "$RESTART_DELAY"
+  done
+  rm -f "$PIDFILE"
+}
+
+ready() {
+  "$PY" - "$HOST" "$PORT" <<'PY'
+import sys, urllib.request
+host = "127.0.0.1" if sys.argv[1] in ("0.0.0.0", "::") else sys.argv[1]
+try:
+    with urllib.request.urlopen(f"http://{host}:{sys.argv[2]}/readyz", timeout=5) as r:
+        sys.exit(0 if r.status == 200 else 1)
+except Exception:
+    sys.exit(1)
+PY
+}
+
+supervise &
+SUPERVISOR=$!
+stop_service() { kill -TERM "$SUPERVISOR" 2>/dev/null; wait "$SUPERVISOR" 2>/dev/null; }
+
+deadline=$((SECONDS + READY_TIMEOUT))
+until ready; do
+  if [ "$SECONDS" -ge "$deadline" ]; then
+    log "service not ready after ${READY_TIMEOUT}s"; stop_service; exit 1
+  fi
+  sleep 0.3
+done
+log "sandbox ready at http://$HOST:$PORT"
+
+[ "$#" -gt 0 ] || set -- bash
+"$@" &
+CHILD=$!
+forward() { kill -"$1" "$CHILD" 2>/dev/null; }
+trap 'forward TERM' TERM
+trap 'forward INT' INT
+wait "$CHILD"
+status=$?
+if kill -0 "$CHILD" 2>/dev/null; then  # wait returned because of a signal: wait for the real exit
+  wait "$CHILD"
+  status=$?
+fi
+stop_service
+exit "$status"

