@@ -29,16 +29,19 @@ if [ ! -x .venv/bin/python ]; then
 fi
 stamp=".venv/.coderl-setup-$(cat pyproject.toml | sha256sum | cut -c1-16)-$EXTRAS"
 if [ ! -f "$stamp" ]; then
-  echo "setup: installing coderl[$EXTRAS] into .venv (first run takes a few minutes)"
-  .venv/bin/pip install -q --upgrade pip
-  case "$EXTRAS" in
-    *dev*|*train*)
-      .venv/bin/pip install -q torch==2.13.0
-      constraints=$(mktemp); echo "torch==2.13.0" > "$constraints"
-      .venv/bin/pip install -q -c "$constraints" -e ".[$EXTRAS]"
-      rm -f "$constraints" ;;
-    *) .venv/bin/pip install -q -e ".[$EXTRAS]" ;;
-  esac
+  echo "setup: installing coderl[$EXTRAS] into .venv (first run takes a few minutes; log: .venv/setup.log)"
+  log=.venv/setup.log
+  {
+    .venv/bin/pip install --upgrade pip
+    case "$EXTRAS" in
+      *dev*|*train*)
+        .venv/bin/pip install torch==2.13.0
+        constraints=$(mktemp); echo "torch==2.13.0" > "$constraints"
+        .venv/bin/pip install -c "$constraints" -e ".[$EXTRAS]"
+        rm -f "$constraints" ;;
+      *) .venv/bin/pip install -e ".[$EXTRAS]" ;;
+    esac
+  } > "$log" 2>&1 || { echo "setup: pip failed; the end of $log:" >&2; tail -n 30 "$log" >&2; exit 1; }
   rm -f .venv/.coderl-setup-*
   touch "$stamp"
 fi

@@ -20,6 +20,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "coderl.data.cli",
     "coderl.eval.cli",
     "coderl.plots.cli",
+    "coderl.demo",
 )
 
 

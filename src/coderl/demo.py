@@ -1,0 +1,198 @@
+"""`coderl demo`: the main job on a machine without accelerators. Starts the sandbox service, scores
+real problems end to end through the HTTP client (gold solutions, broken ones, the peers' false
+accepts, hostile programs), and prints a report of verdicts and throughput."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import gzip
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from coderl.errors import SandboxError
+
+HOSTILE = {
+    "early exit os._exit(0)": "import os\nos._exit(0)",
+    "fork bomb": "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass",
+    "memory bomb": "x = bytearray(8 << 30)",
+    "infinite loop ignoring signals": "import signal\nsignal.signal(signal.SIGXCPU, signal.SIG_IGN)\nwhile True:\n    pass",
+    "connect to the sandbox API": "import urllib.request\nurllib.request.urlopen('http://127.0.0.1:{port}/healthz', timeout=2)\nprint(3)",
+    "read /etc/shadow": "print(open('/etc/shadow').read())",
+    "frame walk for expected output": "import gc\nprint([o for o in gc.get_objects() if isinstance(o, str) and o.strip() == '3'][0])",
+    "output flood": "while True:\n    print('x' * 10000)",
+}
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("demo", help="start the sandbox, score real problems end to end, print a report")
+    p.add_argument("--shared", default=None, help="directory with rllm-test/ and sandboxfusion-samples/ "
+                                                  "(default: ../shared/data when present)")
+    p.add_argument("--slots", type=int, default=None)
+    p.add_argument("--json", help="also write the report as JSON to this file")
+    p.set_defaults(func=_demo)
+
+
+def _demo(args: argparse.Namespace) -> int:
+    shared = Path(args.shared) if args.shared else _default_shared()
+    if args.shared and not shared.is_dir():
+        raise FileNotFoundError(f"--shared {args.shared}: not a directory")
+    with _service(args.slots) as (url, port):
+        report = asyncio.run(_run(url, port, shared))
+    print(_render(report))
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=2))
+    return 0 if report["all_as_expected"] else 1
+
+
+def _default_shared() -> Path | None:
+    for candidate in (Path.cwd().parent / "shared" / "data", Path(__file__).resolve().parents[3] / "shared" / "data"):
+        if candidate.is_dir():
+            return candidate
+    return None
+
+
+@contextlib.contextmanager
+def _service(slots: int | None) -> Iterator[tuple[str, int]]:
+    import httpx
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    argv = [sys.executable, "-m", "coderl.cli", "serve", "--port", str(port), "--log-level", "warning"]
+    if slots:
+        argv += ["--slots", str(slots)]
+    print(f"starting the sandbox service on 127.0.0.1:{port} ...", file=sys.stderr)
+    log = open(os.devnull, "w")  # noqa: SIM115
+    proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.PIPE, start_new_session=True, text=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            if proc.poll() is not None:
+                raise SandboxError(f"the sandbox service did not start: {(proc.stderr.read() or '').strip()[-500:]}")
+            try:
+                if httpx.get(url + "/readyz", timeout=5).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise SandboxError("the sandbox service did not become ready in 120 s")
+            time.sleep(0.2)
+        yield url, port
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(30)
+        log.close()
+
+
+def _problem_sets(shared: Path | None, port: int) -> list[tuple[str, str, list[dict[str, Any]]]]:
+    """(name, expected outcome, submissions)."""
+    sets = []
+    he = _humaneval()
+    sets.append(("HumanEval canonical solutions", "accepted",
+                 [{"id": r["task_id"], "code": r["canonical_solution"], "tests": r, "format": "humaneval"} for r in he]))
+    sets.append(("HumanEval, body replaced by `return None`", "rejected",
+                 [{"id": r["task_id"], "code": f"def {r['entry_point']}(*a, **k):\n    return None\n", "tests": r,
+                   "format": "humaneval"} for r in he]))
+    if shared is not None:
+        lc = json.loads((shared / "rllm-test" / "leetcode.json").read_text())
+        sets.append(("LeetCode gold solutions (rllm test split)", "accepted",
+                     [{"id": str(i), "code": r["solutions"], "tests": r["tests"]} for i, r in enumerate(lc)]))
+        broken = []
+        for i, r in enumerate(lc):
+            m = re.search(r"check\(Solution\(\)\.(\w+)\)", str(r["tests"]))
+            if m and "None" not in str(r["tests"]):
+                broken.append({"id": str(i), "tests": r["tests"],
+                               "code": r["solutions"] + f"\nSolution.{m.group(1)} = lambda self, *a, **k: None\n"})
+        sets.append(("LeetCode, method replaced by `return None`", "rejected", broken))
+        mbpp = [json.loads(line) for line in (shared / "sandboxfusion-samples" / "code_eval_mbpp.jsonl").open()]
+        sets.append(("MBPP gold solutions (SandboxFusion samples)", "accepted",
+                     [{"id": str(r["id"]), "code": r["canonical_solution"], "tests": r, "format": "mbpp"} for r in mbpp]))
+        lcb = [json.loads(line) for line in (shared / "sandboxfusion-samples" / "code_eval_live_code_bench_v1.jsonl").open()]
+        from coderl.judge.unpickle import decode_compressed_tests
+
+        sets.append(("LiveCodeBench rows' `sys.exit(0)` 'solution'", "rejected",
+                     [{"id": str(r["id"]), "code": r["canonical_solution"], "tests": decode_compressed_tests(r["test"])}
+                      for r in lcb]))
+    add = {"mode": "stdio", "cases": [{"input": "1 2\n", "output": "3\n"}]}
+    sets.append(("hostile programs", "rejected", [
+        {"id": name, "code": code.replace("{port}", str(port)), "tests": add,
+         "limits": {"cpu_s": 1, "wall_s": 3, "memory_mb": 256, "max_processes": 32, "stdout_kb": 1024}}
+        for name, code in HOSTILE.items()]))
+    return sets
+
+
+def _humaneval() -> list[dict[str, Any]]:
+    from coderl.data.evalsets import humaneval_source
+
+    with gzip.open(humaneval_source(), "rt") as fh:
+        return [json.loads(line) for line in fh]
+
+
+async def _run(url: str, port: int, shared: Path | None) -> dict[str, Any]:
+    from tqdm import tqdm
+
+    from coderl.client import SandboxClient
+
+    rows = []
+    async with SandboxClient(url) as client:
+        caps = await client.capabilities()
+        sets = _problem_sets(shared, port)
+        with tqdm(total=sum(len(s) for _, _, s in sets), desc="judging", unit=" submissions", file=sys.stderr) as bar:
+            for name, expect, subs in sets:
+                started = time.monotonic()
+                results = []
+                for i in range(0, len(subs), 64):
+                    results += await client.judge(subs[i:i + 64])
+                    bar.update(len(subs[i:i + 64]))
+                elapsed = time.monotonic() - started
+                verdicts = Counter(r.get("verdict") or "error" for r in results)
+                accepted = verdicts.get("accepted", 0)
+                ok = accepted == len(results) if expect == "accepted" else accepted == 0
+                ok = ok and not verdicts.get("sandbox_error") and not verdicts.get("error")
+                rows.append({"set": name, "expect": expect, "n": len(results), "verdicts": dict(verdicts),
+                             "tests": sum(r.get("total", 0) for r in results), "seconds": round(elapsed, 2),
+                             "as_expected": ok,
+                             "details": {r["id"]: r.get("verdict") for r in results} if name == "hostile programs" else {}})
+    return {"isolation": caps["isolation"], "languages": sorted(caps["languages"]), "slots": caps["slots"],
+            "rows": rows, "all_as_expected": all(r["as_expected"] for r in rows),
+            "shared_data": str(shared) if shared else None}
+
+
+def _render(report: dict[str, Any]) -> str:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"coderl end-to-end report (isolation: {report['isolation']}, {report['slots']} slots)")
+    for col in ("problem set", "expected", "n", "AC", "WA", "TLE", "MLE", "RE", "OLE", "CE", "SE", "tests/s", "ok"):
+        table.add_column(col, justify="right" if col not in ("problem set", "expected") else "left")
+    short = ["accepted", "wrong_answer", "time_limit", "memory_limit", "runtime_error", "output_limit",
+             "compile_error", "sandbox_error"]
+    for r in report["rows"]:
+        v = r["verdicts"]
+        rate = r["tests"] / r["seconds"] if r["seconds"] else 0.0
+        table.add_row(r["set"], r["expect"], str(r["n"]), *[str(v.get(k, 0)) for k in short], f"{rate:.0f}",
+                      "yes" if r["as_expected"] else "NO")
+    console = Console(record=True, width=150)
+    with console.capture() as capture:
+        console.print(table)
+        hostile = next((r for r in report["rows"] if r["set"] == "hostile programs"), None)
+        if hostile:
+            console.print("hostile programs: " + "; ".join(f"{k} -> {v}" for k, v in hostile["details"].items()))
+        if report["shared_data"] is None:
+            console.print("(../shared/data not found: only HumanEval and the hostile set were scored)")
+        console.print("all as expected" if report["all_as_expected"] else "SOME RESULTS WERE NOT AS EXPECTED")
+    return capture.get()
