@@ -29,8 +29,9 @@ MIX = [
 ]
 
 
-def _sandbox_processes() -> int:
-    return sum(1 for p in Path("/proc").iterdir() if p.name.isdigit() and _cmd(p).startswith(b"/usr/bin/bwrap"))
+def _sandbox_processes(service_pid: int) -> int:
+    return sum(1 for p in Path("/proc").iterdir() if p.name.isdigit() and _cmd(p).startswith(b"/usr/bin/bwrap")
+               and _has_ancestor(int(p.name), service_pid))
 
 
 def _cmd(p: Path) -> bytes:
@@ -68,7 +69,9 @@ def test_concurrent_mixed_load(service_url):
     assert stats["ok"] > 16
     rss_after = _service_rss(service_url)
     assert rss_after < rss_before * 2 + 50_000, (rss_before, rss_after)  # KiB: memory stays flat
-    assert _sandbox_processes() <= 2 + 2  # only the service's slots (and this suite's other service)
+    service_pid = next(int(p.name) for p in Path("/proc").iterdir()
+                       if p.name.isdigit() and service_url.rsplit(":", 1)[1].encode() in _cmd(p))
+    assert _sandbox_processes(service_pid) <= 2 * 2  # the service's 2 slots (bwrap and its pid-1 child), no leaks
 
 
 def _service_rss(url: str) -> int:
