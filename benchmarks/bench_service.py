@@ -19,8 +19,7 @@ from pathlib import Path
 
 import httpx
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests.helpers.service import free_port, running_service  # noqa: E402
+from coderl.server.launch import free_port, running_service
 
 HELLO = {"code": 'print("Hello, world!")', "language": "python"}
 SOURCE = "a, b = map(int, input().split())\nprint(a + b)\n"

@@ -6,22 +6,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import gzip
 import json
 import os
 import re
-import signal
-import socket
-import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
-from coderl.errors import SandboxError
 
 HOSTILE = {
     "early exit os._exit(0)": "import os\nos._exit(0)",
@@ -48,8 +41,11 @@ def _demo(args: argparse.Namespace) -> int:
     shared = Path(args.shared) if args.shared else _default_shared()
     if args.shared and not shared.is_dir():
         raise FileNotFoundError(f"--shared {args.shared}: not a directory")
-    with _service(args.slots) as (url, port):
-        report = asyncio.run(_run(url, port, shared))
+    from coderl.server.launch import running_service
+
+    print("starting the sandbox service ...", file=sys.stderr)
+    with running_service(slots=args.slots or os.cpu_count() or 2) as url:
+        report = asyncio.run(_run(url, int(url.rsplit(":", 1)[1]), shared))
     print(_render(report))
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2))
@@ -61,41 +57,6 @@ def _default_shared() -> Path | None:
         if candidate.is_dir():
             return candidate
     return None
-
-
-@contextlib.contextmanager
-def _service(slots: int | None) -> Iterator[tuple[str, int]]:
-    import httpx
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    argv = [sys.executable, "-m", "coderl.cli", "serve", "--port", str(port), "--log-level", "warning"]
-    if slots:
-        argv += ["--slots", str(slots)]
-    print(f"starting the sandbox service on 127.0.0.1:{port} ...", file=sys.stderr)
-    log = open(os.devnull, "w")  # noqa: SIM115
-    proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.PIPE, start_new_session=True, text=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            if proc.poll() is not None:
-                raise SandboxError(f"the sandbox service did not start: {(proc.stderr.read() or '').strip()[-500:]}")
-            try:
-                if httpx.get(url + "/readyz", timeout=5).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise SandboxError("the sandbox service did not become ready in 120 s")
-            time.sleep(0.2)
-        yield url, port
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(30)
-        log.close()
 
 
 def _problem_sets(shared: Path | None, port: int) -> list[tuple[str, str, list[dict[str, Any]]]]:

@@ -3,14 +3,6 @@ from __future__ import annotations
 import pytest
 
 from coderl.sandbox import Limits, Program, RunInput
-from coderl.sandbox.blocking import BlockingEngine
-
-
-@pytest.fixture(scope="session")
-def engine():
-    """One real, fully isolated engine for the whole sandbox suite."""
-    with BlockingEngine(slots=2) as eng:
-        yield eng
 
 
 @pytest.fixture()

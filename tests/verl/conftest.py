@@ -2,15 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers.qwen_tokenizer import build_qwen_tokenizer, build_tiny_model
+from tests.helpers.qwen_tokenizer import build_tiny_model
 from tests.helpers.service import running_service
-
-
-@pytest.fixture(scope="session")
-def tokenizer():
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(build_qwen_tokenizer())
 
 
 @pytest.fixture(scope="session")

@@ -407,8 +407,23 @@ class Runner:
         bufs: dict[int, list[bytes]] = {out_r: [], err_r: []}
         sizes = {out_r: 0, err_r: 0}
         truncated = {out_r: False, err_r: False}
-        status_bytes = b""
+        status = bytearray()
         open_fds = {out_r, err_r, st_r}
+
+        def take(fd: int, chunk: bytes) -> bool:
+            """Keep what fits under the fd's limit; False once it is full (the rest is dropped)."""
+            if fd == st_r:
+                status.extend(chunk)
+                return True
+            room = caps[fd] - sizes[fd]
+            if len(chunk) > room:
+                truncated[fd] = True
+                chunk = chunk[:room]
+            if chunk:
+                bufs[fd].append(chunk)
+                sizes[fd] += len(chunk)
+            return room > 0
+
         poller = select.poll()
         for fd in open_fds:
             poller.register(fd, select.POLLIN | select.POLLHUP)
@@ -435,16 +450,7 @@ class Runner:
                     poller.unregister(fd)
                     open_fds.discard(fd)
                     continue
-                if fd == st_r:
-                    status_bytes += chunk
-                    continue
-                room = caps[fd] - sizes[fd]
-                if len(chunk) > room:
-                    truncated[fd] = True
-                    chunk = chunk[:room]
-                if chunk:
-                    bufs[fd].append(chunk)
-                    sizes[fd] += len(chunk)
+                take(fd, chunk)
             if truncated[out_r]:
                 killed_for = "output"
                 break
@@ -465,18 +471,7 @@ class Runner:
                         chunk = os.read(fd, 1 << 16)
                     except BlockingIOError:
                         break
-                    if not chunk:
-                        break
-                    if fd == st_r:
-                        status_bytes += chunk
-                        continue
-                    room = caps[fd] - sizes[fd]
-                    if len(chunk) > room:
-                        truncated[fd] = True
-                        chunk = chunk[:room]
-                    bufs[fd].append(chunk)
-                    sizes[fd] += len(chunk)
-                    if room <= 0:
+                    if not chunk or not take(fd, chunk):
                         break
         _, wait_status, usage = os.wait4(pid, 0)
         wall = time.monotonic() - start
@@ -492,7 +487,7 @@ class Runner:
             "exit_code": None,
             "signal": None,
             "time_limit_kind": None,
-            "memory_error": STATUS_MEMORY_ERROR in status_bytes,
+            "memory_error": STATUS_MEMORY_ERROR in status,
             "message": "",
         }
         if os.WIFEXITED(wait_status):

@@ -1,0 +1,42 @@
+"""Fixtures shared by the whole suite: one real, fully isolated engine; the judge on it; the
+offline Qwen tokenizer."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from coderl.judge import Judge
+from coderl.sandbox.blocking import BlockingEngine
+
+
+@pytest.fixture(scope="session")
+def engine():
+    with BlockingEngine(slots=2) as eng:
+        yield eng
+
+
+@pytest.fixture()
+def judge(engine):
+    """judge(submission) or judge([submissions]) -> JudgeResult(s), on the real sandbox."""
+    j = Judge(engine.engine)
+
+    def _judge(sub):
+        if isinstance(sub, list):
+            async def many():
+                return await asyncio.gather(*(j.judge(s) for s in sub))
+
+            return engine.call(many())
+        return engine.call(j.judge(sub))
+
+    return _judge
+
+
+@pytest.fixture(scope="session")
+def tokenizer():
+    from transformers import AutoTokenizer
+
+    from coderl.data.qwen_tokenizer import build_qwen_tokenizer
+
+    return AutoTokenizer.from_pretrained(build_qwen_tokenizer())
