@@ -12,8 +12,8 @@ import pytest
 
 from coderl.judge import Submission, Verdict, to_spec
 from coderl.sandbox import Limits
+from tests.judge.conftest import SHARED
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 LIMITS = Limits(cpu_s=6, wall_s=12, memory_mb=512)
 
 

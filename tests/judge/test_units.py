@@ -9,10 +9,11 @@ import zlib
 
 import pytest
 
-from coderl.errors import InvalidTestSpec, NoCodeFound
+from coderl.errors import InvalidTestSpec, NoCodeFound, UnsupportedProblem
 from coderl.judge import CompareOptions, extract_code, to_spec
 from coderl.judge.compare import stdio, values
 from coderl.judge.unpickle import decode_compressed_tests
+from tests.judge.conftest import SHARED
 
 
 def compressed(obj) -> str:
@@ -107,3 +108,27 @@ def test_stdio_options():
     assert stdio("YES", "yes", CompareOptions(case_insensitive=True))[0]
     assert stdio("1\n2", "1 2", CompareOptions(whitespace_tokens=True))[0]
     assert not stdio("1 2 3", "1 2", CompareOptions(whitespace_tokens=True))[0]
+
+
+@pytest.mark.parametrize("obj", [
+    {"problem": "\nThis is an interactive problem.\n\nGuess the number.", "tests": [{"input": "1", "output": "? 1"}]},
+    {"question_id": "abc337_e", "question_content": "This is an interactive problem (a type of problem where ...)",
+     "public_test_cases": "[]"},
+    {"description": "This problem is interactive.", "public_tests": {"input": ["1"], "output": ["1"]}},
+    {"interactive": True, "inputs": ["1"], "outputs": ["1"]},
+    {"mode": "interactive", "cases": [{"input": "1", "output": "1"}]},
+])
+def test_interactive_problems_are_unsupported(obj):
+    with pytest.raises(UnsupportedProblem, match="interactive"):
+        to_spec(obj)
+
+
+def test_rllm_rows_with_statement_normalise_and_real_interactive_rows_are_refused():
+    rows = json.loads((SHARED / "rllm-test" / "codeforces.json").read_text())
+    interactive = [r for r in rows if "interactive problem" in r["problem"].lower()]
+    assert interactive and len(interactive) < len(rows)
+    for row in interactive:
+        with pytest.raises(UnsupportedProblem):
+            to_spec(row)
+    plain = next(r for r in rows if r not in interactive)
+    assert to_spec(plain).mode == "stdio"

@@ -17,24 +17,31 @@ and either a format name or auto-detection by shape. Formats (``FORMATS``):
 | rllm_functional| ``{"functional": "def check(candidate): ...\\ncheck(Solution().f)"}``                     |
 | humaneval      | a HumanEval row ``{prompt, test, entry_point}``                                            |
 | mbpp           | an MBPP row ``{test_list, test_setup_code? | test_imports?}``                              |
+| rllm_row       | an rllm row ``{problem, tests}`` (``tests`` in any format above)                           |
 
 Conventions: function-call inputs are positional-argument lists; LiveCodeBench's newline-separated
 JSON arguments are parsed here. APPS/TACO/PrimeIntellect/ScaleBox function outputs are ``[ret]``
 wrapped: kept as given with ``compare.wrapped_output`` set, so the judge accepts ``output[0]``
 (or ``output`` itself, as verl's prime_code does). Anything unreadable raises `InvalidTestSpec`
 naming the field.
+
+Interactive problems raise `UnsupportedProblem` (no adapter can turn a dialogue with a judge into
+fixed tests): a dict marked ``"interactive": true`` or ``"mode": "interactive"``, or one whose
+statement (``problem``, ``question``, ``question_content``, ``description``) says "this is an
+interactive problem" / "this problem is interactive", as Codeforces and AtCoder statements do.
 """
 
 from __future__ import annotations
 
 import ast
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
 from pydantic import ValidationError
 
-from coderl.errors import InvalidTestSpec
+from coderl.errors import InvalidTestSpec, UnsupportedProblem
 from coderl.judge.spec import TestSpec
 from coderl.judge.unpickle import decode_compressed_tests
 
@@ -47,6 +54,8 @@ def to_spec(obj: Any, fmt: str | None = None, *, fn_name: str | None = None) -> 
         obj = obj.decode("utf-8")
     if isinstance(obj, str):
         obj = _parse_text(obj)
+    if isinstance(obj, dict):
+        _refuse_interactive(obj)
     if fmt is None:
         fmt = detect(obj)
     try:
@@ -210,6 +219,10 @@ def _humaneval(row: dict) -> TestSpec:
                     cases=[{"code": f"{row['test']}\ncheck({row['entry_point']})"}])
 
 
+def _rllm_row(row: dict) -> TestSpec:
+    return to_spec(row["tests"])
+
+
 def _mbpp(row: dict) -> TestSpec:
     tests = row["test_list"]
     if isinstance(tests, str):
@@ -238,6 +251,7 @@ FORMATS: dict[str, Callable[..., TestSpec]] = {
     "rllm_functional": _rllm_functional,
     "humaneval": _humaneval,
     "mbpp": _mbpp,
+    "rllm_row": _rllm_row,
 }
 _TAKES_FN_NAME = {"lcb_tests", "io_lists", "io_typed"}
 _DETECT_DICT: list[tuple[str, set[str]]] = [
@@ -253,7 +267,20 @@ _DETECT_DICT: list[tuple[str, set[str]]] = [
     ("rllm_functional", {"functional"}),
     ("humaneval", {"test", "entry_point", "prompt"}),
     ("mbpp", {"test_list"}),
+    ("rllm_row", {"problem", "tests"}),
 ]
+_STATEMENT_FIELDS = ("problem", "question", "question_content", "description")
+_INTERACTIVE = re.compile(r"this is an interactive problem|this problem is interactive", re.I)
+
+
+def _refuse_interactive(obj: dict) -> None:
+    marked = obj.get("interactive") is True or obj.get("mode") == "interactive"
+    statement = next((s for s in (obj.get(f) for f in _STATEMENT_FIELDS) if isinstance(s, str) and _INTERACTIVE.search(s)),
+                     None)
+    if marked or statement is not None:
+        name = obj.get("question_id") or obj.get("name") or obj.get("problem_id") or "this problem"
+        raise UnsupportedProblem(f"{name} is interactive: interactive problems are not supported "
+                                 "(they need a live judge, not fixed tests)")
 
 
 # ---------------------------------------------------------------------------- helpers

@@ -145,6 +145,8 @@ class Judge:
             cases = await self.special.check(spec, ex.results, sub.stop_on_first_failure)
         else:
             cases = [verdicts.get(i) or self._case(spec, i, r, nonce) for i, r in enumerate(ex.results)]
+        if sub.stop_on_first_failure:
+            cases = _skip_after_first_failure(cases)
         return JudgeResult(verdict=worst([c.verdict for c in cases]), cases=cases,
                            wall_s=time.monotonic() - started, **base)
 
@@ -174,3 +176,13 @@ class Judge:
             else:
                 ok, why = True, ""
         return CaseResult(verdict=Verdict.ACCEPTED if ok else Verdict.WRONG_ANSWER, run=result, message=why)
+
+
+def _skip_after_first_failure(cases: list[CaseResult]) -> list[CaseResult]:
+    """The engine pipelines runs, so a case after the first failure may have run before the stop
+    reached the slot; its verdict must not count (a later time limit would change the verdict)."""
+    first = next((i for i, c in enumerate(cases) if c.verdict not in (Verdict.ACCEPTED, Verdict.SKIPPED)), None)
+    if first is None:
+        return cases
+    skipped = CaseResult(verdict=Verdict.SKIPPED, message="stopped after an earlier failure")
+    return cases[:first + 1] + [c if c.verdict is Verdict.SKIPPED else skipped for c in cases[first + 1:]]

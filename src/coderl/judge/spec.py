@@ -52,12 +52,13 @@ class Checker(_Strict):
     ``files="testlib"``: ``input.txt``, ``output.txt`` (contestant), ``answer.txt`` (expected);
     ``files="scalebox"``: ``stdin.txt``, ``stdout.txt`` (expected), ``answer.txt`` (contestant).
     ``kind=python_function``: Python source defining ``check(input, output, answer)`` returning a
-    bool or ``(bool, message)``."""
+    bool or ``(bool, message)``. The checker runs under its own limits (``cpu_s``, 1 GiB)."""
 
     kind: Literal["program", "python_function"] = "program"
     language: str = "python"
     code: str = Field(min_length=1)
     files: Literal["testlib", "scalebox"] = "testlib"
+    cpu_s: float = Field(default=10.0, gt=0)  # the checker's own limit per case (wall: twice that)
 
 
 class StdioCase(_Strict):

@@ -10,7 +10,6 @@ from coderl.judge.spec import Checker, TestSpec
 from coderl.judge.verdict import Verdict
 from coderl.sandbox import Engine, Limits, Program, RunInput, RunResult, RunStatus
 
-CHECKER_LIMITS = Limits(cpu_s=10, wall_s=20, memory_mb=1024)
 _FUNCTION_RUNNER = """
 
 def __coderl_check():
@@ -23,11 +22,25 @@ def __coderl_check():
 __coderl_check()
 """
 _WRONG_EXIT_CODES = (1, 2)  # testlib: WA, PE
+# Python exits 1 on an uncaught exception, which testlib reads as "wrong answer": a crashing
+# Python checker would blame the program. Python checkers therefore run inside this wrapper,
+# which turns any crash into exit 3 (testlib's "fail": a sandbox error).
+_PYTHON_WRAPPER = """import sys, traceback
+try:
+    exec(compile({source!r}, "checker.py", "exec"), globals())
+except SystemExit:
+    raise
+except BaseException:
+    traceback.print_exc()
+    sys.exit(3)
+"""
 
 
 def checker_program(checker: Checker) -> Program:
     if checker.kind == "python_function":
-        return Program("python", checker.code + _FUNCTION_RUNNER)
+        return Program("python", _PYTHON_WRAPPER.format(source=checker.code + _FUNCTION_RUNNER))
+    if checker.language in ("python", "python3", "py"):
+        return Program("python", _PYTHON_WRAPPER.format(source=checker.code))
     return Program(checker.language, checker.code)
 
 
@@ -53,7 +66,8 @@ class SpecialJudge:
         if clean:
             inputs = [RunInput(files=checker_files(spec.checker, spec.cases[i].input, runs[i].stdout,  # type: ignore[union-attr]
                                                    spec.cases[i].output)) for i in clean]  # type: ignore[union-attr]
-            ex = await self.engine.execute(checker_program(spec.checker), inputs, CHECKER_LIMITS,
+            limits = Limits(cpu_s=spec.checker.cpu_s, wall_s=2 * spec.checker.cpu_s, memory_mb=1024)
+            ex = await self.engine.execute(checker_program(spec.checker), inputs, limits,
                                            stop=(lambda _i, r: not r.ok) if stop_on_first_failure else None)
             for i, checked in zip(clean, ex.results, strict=True):
                 verdicts[i] = _checker_verdict(ex.compiled, checked, runs[i],

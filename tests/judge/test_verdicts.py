@@ -1,0 +1,93 @@
+"""Every run status maps to its own verdict; per-submission options (stop, budget, limits) hold."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from coderl.errors import BadRequest, NoCodeFound
+from coderl.judge import Submission, Verdict
+from coderl.sandbox import Limits
+from tests.judge.conftest import py
+
+ECHO = {"inputs": ["1\n", "2\n", "3\n"], "outputs": ["1\n", "2\n", "3\n"]}
+FAST = Limits(cpu_s=1, wall_s=3, memory_mb=256)
+
+
+@pytest.mark.parametrize("code,verdict", [
+    ("print(input())", Verdict.ACCEPTED),
+    ("print(int(input()) + 1)", Verdict.WRONG_ANSWER),
+    ("raise ValueError('boom')", Verdict.RUNTIME_ERROR),
+    ("while True:\n    pass", Verdict.TIME_LIMIT),
+    ("x = bytearray(600 * 2**20)\nprint(len(x))", Verdict.MEMORY_LIMIT),
+    ("import sys\nsys.stdout.write('x' * 4096)", Verdict.OUTPUT_LIMIT),
+])
+def test_each_status_has_its_verdict(judge, code, verdict):
+    res = judge(py(code, ECHO, limits=FAST.replace(stdout_kb=2)))
+    assert res.verdict is verdict, res.to_dict(include_output=False)
+    assert res.accepted is (verdict is Verdict.ACCEPTED)
+
+
+def test_stop_at_first_failure_or_run_all(judge):
+    code = "x = int(input())\nprint(x if x != 2 else 0)"
+    stopped = judge(py(code, ECHO))
+    assert [c.verdict for c in stopped.cases] == [Verdict.ACCEPTED, Verdict.WRONG_ANSWER, Verdict.SKIPPED]
+    assert (stopped.passed, stopped.total, stopped.first_failure) == (1, 3, 1)
+    full = judge(py(code, ECHO, stop_on_first_failure=False))
+    assert [c.verdict for c in full.cases] == [Verdict.ACCEPTED, Verdict.WRONG_ANSWER, Verdict.ACCEPTED]
+    assert full.verdict is Verdict.WRONG_ANSWER and full.passed == 2
+    assert "line 1" in full.cases[1].message
+    json.dumps(full.to_dict())  # JSON-ready
+
+
+def test_total_budget_skips_the_rest(judge):
+    code = "import time\ntime.sleep(0.4)\nprint(input())"
+    spec = {"inputs": ["1\n"] * 5, "outputs": ["1\n"] * 5}
+    res = judge(py(code, spec, total_time_s=1.0, stop_on_first_failure=False))
+    assert res.cases[0].verdict is Verdict.ACCEPTED and res.cases[-1].verdict is Verdict.SKIPPED
+    assert not res.accepted and res.wall_s < 3  # the run the budget cut short is a time limit
+
+
+def test_per_submission_limits(judge):
+    code = "x = bytearray(150 * 2**20)\nprint(input())"
+    assert judge(py(code, ECHO, limits=Limits(memory_mb=512))).accepted
+    assert judge(py(code, ECHO, limits=Limits(memory_mb=64))).verdict is Verdict.MEMORY_LIMIT
+
+
+def test_compiled_languages_and_compile_errors(judge):
+    cpp_ok = "#include <iostream>\nint main(){int x; std::cin >> x; std::cout << x << std::endl;}"
+    cpp_bad = "int main() { return x; }"
+    js_ok = "console.log(require('fs').readFileSync(0, 'utf8').trim())"
+    ok, bad, js = judge([Submission(language="cpp", code=cpp_ok, spec=ECHO),
+                         Submission(language="cpp", code=cpp_bad, spec=ECHO),
+                         Submission(language="nodejs", code=js_ok, spec=ECHO)])
+    assert ok.accepted and ok.language == "cpp"
+    assert bad.verdict is Verdict.COMPILE_ERROR and "x" in bad.compile_message
+    assert [c.verdict for c in bad.cases] == [Verdict.COMPILE_ERROR, Verdict.SKIPPED, Verdict.SKIPPED]
+    assert js.accepted and js.language == "javascript"
+
+
+def test_response_extraction_and_bad_submissions(judge):
+    res = judge(Submission(response="<think>```python\nprint(0)\n```</think>Here:\n```python\nprint(input())\n```",
+                           spec=ECHO))
+    assert res.accepted and res.extraction_rule == "fence:python" and res.code == "print(input())\n"
+    with pytest.raises(NoCodeFound):
+        judge(Submission(response="I give up.", spec=ECHO))
+    with pytest.raises(BadRequest, match="python only"):
+        judge(Submission(language="cpp", code="int main(){}", spec={"mode": "function", "fn_name": "f",
+                                                                      "cases": [{"args": [], "output": 1}]}))
+
+
+def test_function_mode_conventions(judge):
+    leetcode = "class Solution:\n    def pair(self, a: int):\n        return (a, a)\n"
+    spec = {"mode": "function", "fn_name": "pair", "cases": [{"args": [2], "output": [2, 2]}]}
+    assert judge(py(leetcode, spec)).accepted  # Solution method, tuple -> list
+    wrapped = {"inputs": [[2]], "outputs": [[[2, 2]]], "fn_name": "pair"}  # APPS: [ret]
+    assert judge(py("def pair(a):\n    return [a, a]\n", wrapped)).accepted
+    floats = {"mode": "function", "fn_name": "f", "compare": {"float_abs_tol": 1e-6},
+              "cases": [{"args": [], "output": [0.3]}]}
+    assert judge(py("def f():\n    return [0.1 + 0.2]\n", floats)).accepted
+    exact = {**floats, "compare": {}}
+    assert judge(py("def f():\n    return [0.1 + 0.2]\n", exact)).verdict is Verdict.WRONG_ANSWER
+    assert judge(py("def f():\n    return {1, 2}\n", exact)).verdict is Verdict.WRONG_ANSWER  # a set is not data
