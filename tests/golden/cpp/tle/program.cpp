@@ -1,0 +1,1 @@
+int main() { volatile long x = 0; for (;;) x++; }
