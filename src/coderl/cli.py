@@ -16,6 +16,7 @@ from coderl.errors import BadRequest, CoderlError
 # import: heavy imports belong inside the handlers.
 COMMAND_MODULES: tuple[str, ...] = (
     "coderl.sandbox.cli",
+    "coderl.judge.cli",
     "coderl.server.cli",
     "coderl.data.cli",
     "coderl.eval.cli",
