@@ -12,11 +12,12 @@ ANSWERS = {
     "wrong": "```python\nprint(0)\n```",
     "nocode": "I think the answer is 42.",
     "slow": "```python\nimport time\ntime.sleep(0.2)\nprint(int(input()) * 2)\n```",
+    "broken": "```python\ndef f(:\n    print(1)\n```",
 }
 
 
 def make_server(port: int, *, flaky: bool = True) -> ThreadingHTTPServer:
-    state = {"calls": 0, "malformed_sent": False}
+    state = {"calls": 0, "malformed_sent": False, "bodies": []}
 
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *args):  # quiet
@@ -25,6 +26,7 @@ def make_server(port: int, *, flaky: bool = True) -> ThreadingHTTPServer:
         def do_POST(self):  # noqa: N802
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             state["calls"] += 1
+            state["bodies"].append(body)
             text = json.dumps(body["messages"])
             if flaky and not state["malformed_sent"]:
                 state["malformed_sent"] = True  # one malformed reply: the client must retry
@@ -34,12 +36,14 @@ def make_server(port: int, *, flaky: bool = True) -> ThreadingHTTPServer:
                 call = {"id": "c1", "type": "function",
                         "function": {"name": "code_interpreter", "arguments": json.dumps({"code": "print(40 + 2)"})}}
                 message = {"role": "assistant", "content": "Let me check.", "tool_calls": [call]}
+                finish = "tool_calls"
             else:
                 key = next((k for k in ANSWERS if f"[{k}]" in text), "nocode")
                 if key == "slow":
                     time.sleep(0.3)
                 message = {"role": "assistant", "content": ANSWERS[key]}
-            reply = {"choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}
+                finish = "length" if key == "nocode" else "stop"  # a reasoning cut at max_tokens has no code
+            reply = {"choices": [{"index": 0, "message": message, "finish_reason": finish}]}
             self._send(200, json.dumps(reply).encode())
 
         def _send(self, code: int, data: bytes) -> None:

@@ -1,39 +1,52 @@
-"""LiveCodeBench evaluation end to end: a fake OpenAI server on loopback, the real sandbox service,
-per-sample JSONL, summary, resume; pass@k against hand-computed values."""
+"""LiveCodeBench evaluation end to end, as a user runs it: `coderl eval lcb` against a scripted
+OpenAI-compatible server on loopback, scored by the real sandbox (the service, or in-process);
+per-sample JSONL, summary, resume, sandbox-error policy; pass@k against hand-computed values."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from coderl.eval.passk import mean_pass_at_k, pass_at_k
+from coderl.eval.summary import summarise
 from tests.eval.fake_openai import make_server
 from tests.helpers.service import free_port, running_service
 
+ROOT = Path(__file__).resolve().parents[2]
 
-def problems_file(tmp_path) -> str:
-    def stdin_problem(qid, tag, difficulty, platform, tests):
+
+def problems_dir(tmp_path: Path) -> str:
+    """A `coderl data lcb`-shaped set: one problem per scripted answer."""
+    def problem(qid, tag, difficulty, platform, tests):
         return {"question_id": qid, "question_title": qid, "platform": platform, "difficulty": difficulty,
                 "contest_date": "2024-09-01T00:00:00", "starter_code": "", "fn_name": None,
-                "question_content": f"[{tag}] problem", "prompt": [{"role": "user", "content": f"[{tag}] problem"}],
+                "question_content": f"[{tag}] problem", "prompt": [{"role": "system", "content": "plain"},
+                                                                   {"role": "user", "content": f"[{tag}] problem"}],
                 "tests": json.dumps({"mode": "stdio", "cases": [{"input": i, "output": o} for i, o in tests]})}
 
-    rows = [stdin_problem("p1", "sum", "easy", "atcoder", [("1 2\n", "3\n"), ("2 2\n", "4\n")]),
-            stdin_problem("p2", "wrong", "medium", "codeforces", [("1 2\n", "3\n")]),
-            stdin_problem("p3", "nocode", "hard", "leetcode", [("1\n", "1\n")]),
-            stdin_problem("p4", "slow", "easy", "atcoder", [("21\n", "42\n")])]
+    rows = [problem("p1", "sum", "easy", "atcoder", [("1 2\n", "3\n"), ("2 2\n", "4\n")]),
+            problem("p2", "wrong", "medium", "codeforces", [("1 2\n", "3\n")]),
+            problem("p3", "nocode", "hard", "leetcode", [("1\n", "1\n")]),
+            problem("p4", "slow", "easy", "atcoder", [("21\n", "42\n")]),
+            problem("p5", "broken", "medium", "atcoder", [("1\n", "1\n")])]
     d = tmp_path / "lcb"
     d.mkdir(exist_ok=True)
     (d / "problems.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    (d / "meta.json").write_text(json.dumps({"release": "release_v5", "start_date": "2024-08-01", "end_date": "2025-02-01"}))
+    (d / "meta.json").write_text(json.dumps({"release": "release_v5", "start_date": "2024-08-01",
+                                             "end_date": "2025-02-01"}))
     return str(d)
 
 
-def coderl(*args):
+def coderl(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "coderl.cli", *args], capture_output=True, text=True, timeout=600)
+
+
+def samples(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
 
 
 @pytest.fixture(scope="module")
@@ -42,68 +55,115 @@ def service():
         yield url
 
 
-def test_end_to_end_with_fake_model_and_real_sandbox(tmp_path, service):
+@pytest.fixture()
+def model():
     port = free_port()
     server = make_server(port)
-    try:
-        out = tmp_path / "run"
-        done = coderl("eval", "lcb", "--problems", problems_file(tmp_path), "--out", str(out), "--base-url",
-                      f"http://127.0.0.1:{port}/v1", "--model", "fake", "--sandbox-url", service, "--n", "2")
-        assert done.returncode == 0, done.stderr[-2000:]
-        summary = json.loads((out / "summary.json").read_text())
-        assert summary["overall"]["pass@1"] == 50.0 and summary["overall"]["pass@2"] == 50.0
-        assert summary["by_difficulty"]["easy"]["pass@1"] == 100.0 and summary["by_difficulty"]["hard"]["pass@1"] == 0.0
-        assert summary["extraction_failures"] == 2 and summary["sandbox_errors_excluded"] == 0
-        assert summary["release"] == "release_v5" and summary["sampling"]["n"] == 2
-        samples = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
-        assert len(samples) == 8
-        p1 = next(s for s in samples if s["question_id"] == "p1")
-        assert p1["verdict"] == "accepted" and p1["extraction_rule"] == "fence:python" and p1["case_verdicts"] == ["accepted"] * 2
-        assert "| overall | 4 | 50.00 | 50.00 |" in (out / "summary.md").read_text()
-        calls = server.state["calls"]
-        again = coderl("eval", "lcb", "--problems", problems_file(tmp_path), "--out", str(out), "--base-url",
-                       f"http://127.0.0.1:{port}/v1", "--model", "fake", "--sandbox-url", service, "--n", "2")
-        assert again.returncode == 0 and server.state["calls"] == calls  # resumed: nothing regenerated
-    finally:
-        server.shutdown()
+    yield server, f"http://127.0.0.1:{port}/v1"
+    server.shutdown()
 
 
-def test_multi_turn_with_tool(tmp_path, service):
-    port = free_port()
-    server = make_server(port, flaky=False)
-    try:
-        out = tmp_path / "tools"
-        done = coderl("eval", "lcb", "--problems", problems_file(tmp_path), "--out", str(out), "--base-url",
-                      f"http://127.0.0.1:{port}/v1", "--model", "fake", "--sandbox-url", service, "--n", "1",
-                      "--tools", "--limit", "1")
-        assert done.returncode == 0, done.stderr[-2000:]
-        sample = json.loads((out / "samples.jsonl").read_text().splitlines()[0])
-        assert sample["tool_calls"] == 1 and "stdout:\n42" in sample["response"] and sample["verdict"] == "accepted"
-    finally:
-        server.shutdown()
+def test_end_to_end_with_fake_model_and_real_service(tmp_path, service, model):
+    server, base_url = model
+    out = tmp_path / "run"
+    argv = ("eval", "lcb", "--problems", problems_dir(tmp_path), "--out", str(out), "--base-url", base_url,
+            "--model", "fake", "--sandbox-url", service, "--n", "2")
+    done = coderl(*argv)
+    assert done.returncode == 0, done.stderr[-2000:]
+    summary = json.loads((out / "summary.json").read_text())
+    # p1 and p4 right in both samples, p2 wrong, p3 no code, p5 a syntax error: 2 of 5 problems
+    assert summary["overall"] == {"problems": 5, "pass@1": 40.0, "pass@2": 40.0}
+    assert summary["by_difficulty"]["easy"]["pass@1"] == 100.0 and summary["by_difficulty"]["hard"]["pass@1"] == 0.0
+    assert list(summary["by_difficulty"]) == ["easy", "medium", "hard"]
+    assert summary["by_platform"]["atcoder"] == {"problems": 3, "pass@1": 66.67, "pass@2": 66.67}
+    assert summary["extraction_failures"] == 2 and summary["sandbox_errors_excluded"] == 0 and summary["truncated"] == 2
+    assert summary["verdicts"]["accepted"] == 4 and summary["verdicts"]["wrong_answer"] == 2
+    assert summary["release"] == "release_v5" and summary["start_date"] == "2024-08-01"
+    assert summary["sampling"] == {"n": 2, "temperature": 0.6, "top_p": 0.95, "max_tokens": 32768}
+    recs = samples(out)
+    assert len(recs) == 10
+    p1 = next(s for s in recs if s["question_id"] == "p1")
+    assert p1["verdict"] == "accepted" and p1["extraction_rule"] == "fence:python" and "print(a + b)" in p1["code"]
+    assert [c["verdict"] for c in p1["cases"]] == ["accepted"] * 2 and p1["cases"][0]["cpu_s"] >= 0
+    assert p1["gen_s"] > 0 and p1["judge_s"] > 0 and p1["finish_reason"] == "stop"
+    p5 = next(s for s in recs if s["question_id"] == "p5")
+    assert p5["verdict"] in ("runtime_error", "compile_error")
+    md = (out / "summary.md").read_text()
+    assert "| **overall** | 5 | 40.00 | 40.00 |" in md and "release_v5, 2024-08-01..2025-02-01" in md
+    assert "| **overall** | 5 | 40.00 | 40.00 |" in done.stdout
+
+    calls = server.state["calls"]
+    again = coderl(*argv)
+    assert again.returncode == 0 and server.state["calls"] == calls  # resumed: nothing generated again
+    assert len(samples(out)) == 10
+
+
+def test_sandbox_errors_are_excluded_reported_then_judged_again(tmp_path, service, model):
+    server, base_url = model
+    out = tmp_path / "down"
+    common = ("eval", "lcb", "--problems", problems_dir(tmp_path), "--out", str(out), "--base-url", base_url,
+              "--model", "fake", "--n", "2", "--limit", "1")
+    dead = coderl(*common, "--sandbox-url", f"http://127.0.0.1:{free_port()}")
+    assert dead.returncode == 1 and "2 samples not scored (sandbox errors)" in dead.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["sandbox_errors_excluded"] == 2 and summary["overall"] == {"problems": 0, "pass@1": None, "pass@2": None}
+    assert all(s["verdict"] == "sandbox_error" and "```python" in s["response"] for s in samples(out))
+    calls = server.state["calls"]
+    back = coderl(*common, "--sandbox-url", service)
+    assert back.returncode == 0, back.stderr[-2000:]
+    assert server.state["calls"] == calls  # judged again from the stored responses, not regenerated
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["sandbox_errors_excluded"] == 0 and summary["overall"]["pass@1"] == 100.0
+
+
+def test_multi_turn_with_tool_in_process(tmp_path, model):
+    server, base_url = model
+    out = tmp_path / "tools"
+    done = coderl("eval", "lcb", "--problems", problems_dir(tmp_path), "--out", str(out), "--base-url", base_url,
+                  "--model", "fake", "--n", "1", "--tools", "--max-turns", "4", "--limit", "1")
+    assert done.returncode == 0, done.stderr[-2000:]
+    (sample,) = samples(out)
+    assert sample["tool_calls"] == 1 and sample["verdict"] == "accepted"
+    assert "<tool_call>" in sample["response"] and "<tool_response>\nstatus: ok\nstdout:\n42" in sample["response"]
+    first = server.state["bodies"][-2]
+    assert first["tools"][0]["function"]["name"] == "code_interpreter"
+    assert "code_interpreter" in first["messages"][0]["content"]  # training's tool system prompt
+    assert server.state["bodies"][-1]["messages"][-1]["role"] == "tool"
+    assert "with code_interpreter, at most 4 turns" in (out / "summary.md").read_text()
 
 
 def test_scoring_responses_made_elsewhere_in_process(tmp_path):
     responses = tmp_path / "r.jsonl"
-    responses.write_text(json.dumps({"question_id": "p1", "responses": ["```python\nprint(3)\n```",
-                                                                       "```python\nprint(sum(map(int, input().split())))\n```"]}) + "\n")
+    responses.write_text(json.dumps({"question_id": "p1", "responses": [
+        "```python\nprint(3)\n```", "<think>x</think>```python\nprint(sum(map(int, input().split())))\n```"]}) + "\n")
     out = tmp_path / "resp"
-    done = coderl("eval", "lcb", "--problems", problems_file(tmp_path), "--out", str(out), "--backend", "responses",
+    done = coderl("eval", "lcb", "--problems", problems_dir(tmp_path), "--out", str(out), "--backend", "responses",
                   "--responses", str(responses), "--n", "2", "--limit", "1")
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads((out / "summary.json").read_text())["overall"]["pass@1"] == 50.0
 
 
-def test_bad_input_is_one_line(tmp_path):
-    done = coderl("eval", "lcb", "--problems", str(tmp_path / "none"), "--out", str(tmp_path / "o"), "--backend",
-                  "responses", "--responses", str(tmp_path / "x.jsonl"))
-    assert done.returncode == 2 and "Traceback" not in done.stderr and done.stderr.count("\n") == 1
+@pytest.mark.parametrize("extra, message", [
+    (("--backend", "responses", "--responses", "/nonexistent.jsonl"), "responses file not found"),
+    (("--model", "m"), "--base-url and --model are required"),
+    (("--backend", "openai", "--base-url", "localhost:8000", "--model", "m"), "http(s):// URL"),
+])
+def test_bad_input_is_one_line(tmp_path, extra, message):
+    done = coderl("eval", "lcb", "--problems", problems_dir(tmp_path), "--out", str(tmp_path / "o"), *extra)
+    assert done.returncode == 2 and message in done.stderr and done.stderr.count("\n") == 1, done.stderr
+    missing = coderl("eval", "lcb", "--problems", str(tmp_path / "none"), "--out", str(tmp_path / "o"))
+    assert missing.returncode == 2 and "coderl data lcb" in missing.stderr and "Traceback" not in missing.stderr
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"question_id": "x"}) + "\n")
+    broken = coderl("eval", "lcb", "--problems", str(bad), "--out", str(tmp_path / "o"))
+    assert broken.returncode == 2 and "bad.jsonl:1" in broken.stderr and broken.stderr.count("\n") == 1
 
 
 def test_pass_at_k_against_hand_computed_values():
     assert pass_at_k(4, 0, 1) == 0.0 and pass_at_k(4, 4, 1) == 1.0
     assert pass_at_k(4, 1, 1) == pytest.approx(0.25)
-    assert pass_at_k(4, 1, 2) == pytest.approx(1 - (3 / 4) * (2 / 3))  # 1 - C(3,2)/C(4,2) = 0.5
+    assert pass_at_k(4, 1, 2) == pytest.approx(0.5)  # 1 - C(3,2)/C(4,2) = 1 - 3/6
+    assert pass_at_k(4, 2, 2) == pytest.approx(5 / 6)  # 1 - C(2,2)/C(4,2) = 1 - 1/6
     assert pass_at_k(10, 3, 5) == pytest.approx(1 - 21 / 252)  # 1 - C(7,5)/C(10,5)
     assert pass_at_k(5, 4, 2) == 1.0
     assert mean_pass_at_k([(4, 1), (4, 3)], 1) == pytest.approx(0.5)
@@ -112,19 +172,49 @@ def test_pass_at_k_against_hand_computed_values():
         pass_at_k(2, 1, 3)
 
 
-def test_eval_script_walks_every_checkpoint(tmp_path):
-    import subprocess
-    from pathlib import Path
+def test_summary_counts_by_group_and_excludes_sandbox_errors():
+    problems = [{"question_id": "a", "difficulty": "easy", "platform": "atcoder"},
+                {"question_id": "b", "difficulty": "hard", "platform": "leetcode"}]
+    verdicts = {"a": ["accepted", "wrong_answer", "accepted", "no_code"],
+                "b": ["accepted", "sandbox_error", "time_limit", "time_limit"]}
+    records = [{"question_id": q, "sample": i, "verdict": v, "finish_reason": "length" if v == "no_code" else "stop"}
+               for q, vs in verdicts.items() for i, v in enumerate(vs)]
+    s = summarise(problems, records, 4, {"sampling": {"n": 4}})
+    # a: c=2 of 4; b: c=1 of the 3 scored samples (the sandbox error is not a sample)
+    assert s["overall"]["pass@1"] == pytest.approx(100 * (2 / 4 + 1 / 3) / 2, abs=0.01)
+    assert s["overall"]["pass@2"] == pytest.approx(100 * ((1 - 1 / 6) + (1 - 1 / 3)) / 2, abs=0.01)
+    assert s["overall"]["pass@4"] == pytest.approx(100.0)  # only a has 4 scored samples
+    assert s["by_difficulty"]["hard"] == {"problems": 1, "pass@1": 33.33, "pass@2": 66.67, "pass@4": None}
+    assert s["sandbox_errors_excluded"] == 1 and s["extraction_failures"] == 1 and s["truncated"] == 1
+    assert s["samples_scored"] == 7 and s["samples_expected"] == 8 and s["missing"] == 0
 
-    root = Path(__file__).resolve().parents[2]
+
+def test_eval_script_walks_every_checkpoint(tmp_path):
     for step in (40, 20, 160):
         (tmp_path / f"global_step_{step}").mkdir()
-    done = subprocess.run(["bash", str(root / "scripts" / "eval_livecodebench.sh"), "--dry-run", str(tmp_path)],
-                          capture_output=True, text=True, timeout=60)
+    script = str(ROOT / "scripts" / "eval_livecodebench.sh")
+    done = subprocess.run(["bash", script, "--dry-run", str(tmp_path)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
-    steps = [line.split()[2].rstrip(":") for line in done.stdout.splitlines() if line.startswith("dry-run: step")]
-    assert steps == ["20", "40", "160"]
+    evals = [line for line in done.stdout.splitlines() if line.startswith("dry-run: step") and " eval lcb " in line]
+    assert [line.split()[2].rstrip(":") for line in evals] == ["20", "40", "160"]
+    assert "merge_checkpoint.sh" in done.stdout and "global_step_20/huggingface_merged" in done.stdout
     assert "--backend vllm" in done.stdout and "--n 4 --temperature 0.6 --top-p 0.95 --max-tokens 32768" in done.stdout
-    missing = subprocess.run(["bash", str(root / "scripts" / "eval_livecodebench.sh"), str(tmp_path / "nope")],
-                             capture_output=True, text=True, timeout=60)
+    missing = subprocess.run(["bash", script, str(tmp_path / "nope")], capture_output=True, text=True, timeout=60)
     assert missing.returncode == 2 and "not found" in missing.stderr
+
+
+def test_results_table_keeps_one_row_per_step(tmp_path):
+    """`coderl eval record`, which the script runs after each checkpoint: a step evaluated again
+    replaces its row; rows stay in step order."""
+    results = tmp_path / "results.csv"
+    for step, value in (("20", 13.0), ("0", 12.0), ("20", 14.5)):
+        summary = tmp_path / f"s{step}.json"
+        summary.write_text(json.dumps({"overall": {"pass@1": value}, "by_difficulty": {
+            "easy": {"pass@1": value * 2}, "hard": {"pass@1": None}}}))
+        done = coderl("eval", "record", "--summary", str(summary), "--step", step, "--results", str(results))
+        assert done.returncode == 0, done.stderr
+    assert results.read_text().splitlines() == ["step,pass@1,easy,medium,hard", "0,12.00,24.00,,", "20,14.50,29.00,,"]
+    empty = tmp_path / "empty.json"
+    empty.write_text(json.dumps({"overall": {"pass@1": None}}))
+    refused = coderl("eval", "record", "--summary", str(empty), "--step", "40", "--results", str(results))
+    assert refused.returncode == 2 and "no problem was scored" in refused.stderr

@@ -1,58 +1,100 @@
-"""Multi-turn evaluation with the `code_interpreter` tool, as in training: the model may run code
-in the sandbox between turns; the transcript keeps training's shape (tool calls and tool responses
-in tags), so the final answer is found the same way the reward finds it."""
+"""Multi-turn evaluation with the `code_interpreter` tool, as in training: the model may run code in
+the sandbox between turns (same schema, same rendering and limits as the verl tool's defaults in
+tool_config/code_interpreter.yaml); the transcript keeps training's shape (tool calls and tool
+responses in tags), so the final answer is found the way the reward finds it."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
-from typing import Any
+import time
+from typing import Any, Protocol
 
-import httpx
-
-from coderl.client import SandboxClient
+from coderl.data.prompts import TOOL_SYSTEM_PROMPT
 from coderl.errors import CoderlError
-from coderl.eval.backends import OpenAIBackend, Sampling
+from coderl.eval.backends import Generation, Item, OpenAIBackend
 from coderl.tools.schema import CODE_INTERPRETER_SCHEMA, render
 
 _TEXT_CALL = re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.S)
+DEFAULT_TIMEOUT_S, MAX_TIMEOUT_S, MEMORY_MB, MAX_OUTPUT_CHARS = 10.0, 30.0, 1024, 4000
 
 
-async def run_with_tools(backend: OpenAIBackend, http: httpx.AsyncClient, sandbox: SandboxClient,
-                         messages: list[dict[str, Any]], sampling: Sampling, max_turns: int) -> tuple[str, int]:
-    """The whole transcript (assistant turns, tool calls, tool responses) and the tool calls made."""
-    messages = list(messages)
-    transcript: list[str] = []
-    calls_made = 0
-    for _turn in range(max_turns):
-        reply = await backend.chat(http, messages, sampling, tools=[CODE_INTERPRETER_SCHEMA])
-        message = reply["message"]
-        content = message.get("content") or ""
-        calls = _calls(message, content)
-        transcript.append(content)
-        messages.append({"role": "assistant", "content": content,
-                         **({"tool_calls": message["tool_calls"]} if message.get("tool_calls") else {})})
-        if not calls:
-            break
-        for call_id, args in calls:
-            calls_made += 1
-            text = await _execute(sandbox, args)
-            transcript.append(f"<tool_call>\n{json.dumps({'name': 'code_interpreter', 'arguments': args})}\n</tool_call>")
-            transcript.append(f"<tool_response>\n{text}\n</tool_response>")
-            messages.append({"role": "tool", "content": text, **({"tool_call_id": call_id} if call_id else {})})
-    return "\n".join(transcript), calls_made
+class Runner(Protocol):
+    async def run(self, language: str, code: str, stdin: str, limits: dict[str, Any]) -> dict[str, Any]: ...
+
+
+def tool_prompt(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The problem's messages with training's tool system prompt in place of the plain one."""
+    return [{"role": "system", "content": TOOL_SYSTEM_PROMPT}] + [m for m in messages if m.get("role") != "system"]
+
+
+class ToolAgent:
+    per_sample = True
+
+    def __init__(self, backend: OpenAIBackend, sandbox: Runner, max_turns: int) -> None:
+        self.backend = backend
+        self.sandbox = sandbox
+        self.max_turns = max_turns
+
+    async def generate(self, items: list[Item]) -> list[Generation]:
+        return list(await asyncio.gather(*(self.episode(tool_prompt(p["prompt"])) for p, _ in items)))
+
+    async def episode(self, messages: list[dict[str, Any]]) -> Generation:
+        """Chat until the model answers without a tool call or the turn limit is reached."""
+        started = time.monotonic()
+        messages = list(messages)
+        transcript: list[str] = []
+        calls_made = 0
+        finish = None
+        for _turn in range(self.max_turns):
+            reply = await self.backend.chat(messages, tools=[CODE_INTERPRETER_SCHEMA])
+            message, finish = reply["message"], reply["finish_reason"]
+            content = message.get("content") or ""
+            calls = _calls(message, content)
+            transcript.append(content)
+            messages.append({"role": "assistant", "content": content,
+                             **({"tool_calls": message["tool_calls"]} if message.get("tool_calls") else {})})
+            if not calls or finish == "length":
+                break
+            for call_id, args in calls:
+                calls_made += 1
+                text = await self._execute(args)
+                if message.get("tool_calls"):  # structured calls: put them in the transcript as text
+                    transcript.append(f"<tool_call>\n{json.dumps({'name': 'code_interpreter', 'arguments': args})}\n</tool_call>")
+                transcript.append(f"<tool_response>\n{text}\n</tool_response>")
+                messages.append({"role": "tool", "content": text, **({"tool_call_id": call_id} if call_id else {})})
+        return Generation("\n".join(transcript), finish, calls_made, round(time.monotonic() - started, 3))
+
+    async def _execute(self, args: dict[str, Any]) -> str:
+        code = args.get("code")
+        if not isinstance(code, str) or not code.strip():
+            return "error: `code` must be a non-empty string"
+        try:
+            timeout = float(args.get("timeout") or DEFAULT_TIMEOUT_S)
+        except (TypeError, ValueError):
+            timeout = DEFAULT_TIMEOUT_S
+        timeout = min(max(timeout, 0.1), MAX_TIMEOUT_S)
+        limits = {"cpu_s": timeout, "wall_s": timeout * 2, "memory_mb": MEMORY_MB}
+        try:
+            reply = await self.sandbox.run(str(args.get("language") or "python"), code, str(args.get("stdin") or ""), limits)
+        except CoderlError as exc:
+            return f"status: sandbox unavailable ({exc})"
+        return render(reply, MAX_OUTPUT_CHARS)[0]
 
 
 def _calls(message: dict[str, Any], content: str) -> list[tuple[str | None, dict[str, Any]]]:
+    """Structured tool calls, or hermes ``<tool_call>{json}</tool_call>`` text from a server
+    without a tool parser."""
     out: list[tuple[str | None, dict[str, Any]]] = []
     for call in message.get("tool_calls") or []:
-        fn = call.get("function", {})
+        raw = (call.get("function") or {}).get("arguments")
         try:
-            args = json.loads(fn.get("arguments") or "{}") if isinstance(fn.get("arguments"), str) else fn.get("arguments")
+            args = json.loads(raw or "{}") if isinstance(raw, str) else raw
         except json.JSONDecodeError:
             args = {}
         out.append((call.get("id"), args if isinstance(args, dict) else {}))
-    if not out:  # hermes text format from a server without a tool parser
+    if not out:
         for raw in _TEXT_CALL.findall(content):
             try:
                 parsed = json.loads(raw)
@@ -61,14 +103,3 @@ def _calls(message: dict[str, Any], content: str) -> list[tuple[str | None, dict
             if isinstance(parsed, dict) and isinstance(parsed.get("arguments"), dict):
                 out.append((None, parsed["arguments"]))
     return out
-
-
-async def _execute(sandbox: SandboxClient, args: dict[str, Any]) -> str:
-    code = args.get("code")
-    if not isinstance(code, str) or not code.strip():
-        return "error: `code` must be a non-empty string"
-    try:
-        reply = await sandbox.run(str(args.get("language") or "python"), code)
-    except CoderlError as exc:
-        return f"status: sandbox unavailable ({exc})"
-    return render(reply, 4000)[0]

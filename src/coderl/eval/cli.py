@@ -9,40 +9,83 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     ev = subparsers.add_parser("eval", help="evaluate a model on LiveCodeBench through the sandbox")
     sub = ev.add_subparsers(dest="eval_command", metavar="BENCHMARK")
     sub.required = True
-    p = sub.add_parser("lcb", help="LiveCodeBench (defaults reproduce the recipe: n=4, T=0.6, top_p=0.95, 32K)")
-    p.add_argument("--problems", required=True, help="`coderl data lcb` output dir or problems.jsonl (or raw LCB jsonl)")
-    p.add_argument("--out", required=True, help="directory for samples.jsonl, summary.json, summary.md (resumable)")
+    p = sub.add_parser("lcb", help="LiveCodeBench; the defaults reproduce the recipe (n=4, T=0.6, top_p=0.95, 32K)",
+                       description="Generate n samples per problem, judge them in the sandbox with LiveCodeBench's "
+                                   "rules, write samples.jsonl, summary.json and summary.md to --out. Run again on "
+                                   "the same --out to resume. Exit 1 when sandbox errors are left unscored.")
+    p.add_argument("--problems", required=True,
+                   help="`coderl data lcb` output dir (problems.jsonl + meta.json; default window release_v5, "
+                        "2024-08-01..2025-02-01), or a problems.jsonl / raw LiveCodeBench jsonl")
+    p.add_argument("--out", required=True, help="output directory (resumable)")
     p.add_argument("--backend", choices=("openai", "vllm", "responses"), default="openai")
-    p.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
-    p.add_argument("--model", help="model name at the endpoint, or a checkpoint dir for --backend vllm")
-    p.add_argument("--responses", help="JSONL {question_id, response|responses} to score (--backend responses)")
+    p.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 (--backend openai)")
+    p.add_argument("--model", help="served model name (openai) or Hugging Face model dir (vllm)")
+    p.add_argument("--responses", help="JSONL {question_id, response | responses: [...]} (--backend responses)")
     p.add_argument("--sandbox-url", help="coderl service URL(s), comma-separated; default: an in-process engine")
-    p.add_argument("--n", type=int, default=4)
+    p.add_argument("--n", type=_positive_int, default=4, help="samples per problem (default 4)")
     p.add_argument("--temperature", type=float, default=0.6)
     p.add_argument("--top-p", type=float, default=0.95)
     p.add_argument("--top-k", type=int)
-    p.add_argument("--max-tokens", type=int, default=32768)
-    p.add_argument("--thinking", choices=("on", "off"), help="chat template enable_thinking")
+    p.add_argument("--max-tokens", type=_positive_int, default=32768)
+    p.add_argument("--thinking", choices=("on", "off"), help="chat template enable_thinking (default: the template's)")
     p.add_argument("--tools", action="store_true", help="multi-turn with the code_interpreter tool, as in training")
-    p.add_argument("--max-turns", type=int, default=8)
-    p.add_argument("--concurrency", type=int, default=32)
-    p.add_argument("--limit", type=int, help="first N problems only")
+    p.add_argument("--max-turns", type=_positive_int, default=16, help="assistant turns with --tools (default 16)")
+    p.add_argument("--concurrency", type=_positive_int,
+                   help="requests in flight (openai, default 32) or samples per batch (vllm, default 512)")
+    p.add_argument("--tensor-parallel-size", type=_positive_int, default=1, help="vllm backend")
+    p.add_argument("--timeout", type=_positive_float, default=6.0, help="CPU seconds per test (LiveCodeBench: 6)")
+    p.add_argument("--memory-mb", type=_positive_int, default=1024)
+    p.add_argument("--limit", type=_positive_int, help="the first N problems only")
     p.set_defaults(func=_lcb)
+    r = sub.add_parser("record", help="put one checkpoint's summary.json into the results table (CSV)",
+                       description="One row per step (step,pass@1,easy,medium,hard); a step recorded again replaces "
+                                   "its row. `coderl plot eval` draws the table.")
+    r.add_argument("--summary", required=True, help="summary.json from `coderl eval lcb`")
+    r.add_argument("--step", required=True, type=int, help="the checkpoint's training step")
+    r.add_argument("--results", required=True, help="the CSV to update (created if missing)")
+    r.set_defaults(func=_record)
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+    return value
 
 
 def _lcb(args: argparse.Namespace) -> int:
     import asyncio
+    import sys
 
     from coderl.eval.backends import Sampling
-    from coderl.eval.lcb import EvalConfig, evaluate, markdown
+    from coderl.eval.lcb import EvalConfig, evaluate, exit_code, markdown
 
-    if args.n < 1:
-        raise ValueError("--n must be at least 1")
     sampling = Sampling(n=args.n, temperature=args.temperature, top_p=args.top_p, top_k=args.top_k,
                         max_tokens=args.max_tokens,
                         enable_thinking=None if args.thinking is None else args.thinking == "on")
     cfg = EvalConfig(problems=args.problems, out_dir=args.out, sampling=sampling, backend=args.backend,
                      base_url=args.base_url, model=args.model, responses=args.responses, sandbox_url=args.sandbox_url,
-                     tools=args.tools, max_turns=args.max_turns, concurrency=args.concurrency, limit=args.limit)
-    print(markdown(asyncio.run(evaluate(cfg))))
+                     tools=args.tools, max_turns=args.max_turns, concurrency=args.concurrency,
+                     tensor_parallel_size=args.tensor_parallel_size, limit=args.limit, cpu_s=args.timeout,
+                     memory_mb=args.memory_mb)
+    summary = asyncio.run(evaluate(cfg))
+    print(markdown(summary))
+    code = exit_code(summary)
+    if code:
+        print(f"coderl: {summary['sandbox_errors_excluded']} samples not scored (sandbox errors); run the same "
+              f"command again to judge them", file=sys.stderr)
+    return code
+
+
+def _record(args: argparse.Namespace) -> int:
+    from coderl.eval.results import record
+
+    print(record(args.summary, args.step, args.results))
     return 0

@@ -1,10 +1,11 @@
 """evaluation_progress.png: LiveCodeBench pass@1 by checkpoint step (optionally by difficulty), from
-the results table `scripts/eval_livecodebench.sh` appends to (CSV: step,pass@1,easy,medium,hard,...)."""
+the results table `coderl eval record` keeps (CSV: step,pass@1,easy,medium,hard; one row per step)."""
 
 from __future__ import annotations
 
 import csv
 from pathlib import Path
+from typing import Any
 
 from coderl.errors import BadRequest
 
@@ -17,7 +18,19 @@ def read_results(path: str | Path) -> list[dict[str, str]]:
         rows = list(csv.DictReader(fh))
     if not rows or "step" not in rows[0] or "pass@1" not in rows[0]:
         raise BadRequest(f"{path}: expected a CSV with at least the columns step and pass@1")
+    for n, row in enumerate(rows, 2):
+        try:
+            int(row["step"])
+            float(row["pass@1"])
+        except (TypeError, ValueError):
+            raise BadRequest(f"{path}:{n}: step must be an integer and pass@1 a number") from None
     return rows
+
+
+def _curve(ax: Any, rows: dict[int, dict[str, str]], column: str, style: str, label: str, **kw: Any) -> None:
+    points = sorted((step, float(r[column])) for step, r in rows.items() if (r.get(column) or "").strip())
+    if points:
+        ax.plot(*zip(*points, strict=True), style, label=label, **kw)
 
 
 def plot_evaluation(results: str | Path, out: str | Path, *, by_difficulty: bool = True,
@@ -27,17 +40,17 @@ def plot_evaluation(results: str | Path, out: str | Path, *, by_difficulty: bool
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows = sorted(read_results(results), key=lambda r: int(r["step"]))
-    steps = [int(r["step"]) for r in rows]
+    rows = {int(r["step"]): r for r in read_results(results)}  # a repeated step: the last row counts
     fig, ax = plt.subplots(figsize=(8, 5), constrained_layout=True)
-    ax.plot(steps, [float(r["pass@1"]) for r in rows], "o-", label="pass@1 (overall)", linewidth=2)
+    _curve(ax, rows, "pass@1", "o-", "pass@1 (overall)", linewidth=2.2)
     if by_difficulty:
         for level in ("easy", "medium", "hard"):
-            if level in rows[0] and all(r.get(level) not in (None, "") for r in rows):
-                ax.plot(steps, [float(r[level]) for r in rows], ".--", label=level)
+            _curve(ax, rows, level, ".--", level)
     if reference:
         ref_steps = sorted(reference)
-        ax.plot(ref_steps, [reference[s] for s in ref_steps], "x:", color="gray", label="recipe (reported)")
+        ax.plot(ref_steps, [reference[s] for s in ref_steps], "x:", color="gray",
+                label="recipe, as reported (Qwen3-1.7B)")
+    ax.set_ylim(bottom=0)
     ax.set_xlabel("RL step")
     ax.set_ylabel("LiveCodeBench pass@1 (%)")
     ax.set_title("LiveCodeBench by checkpoint" + (f" ({note})" if note else ""))

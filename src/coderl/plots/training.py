@@ -1,61 +1,87 @@
-"""training_progress.png from what verl 0.9.1 writes: the `file` logger's metrics JSONL
-(``{"step": N, "data": {...}}`` per step) and, when given, the per-step rollout dumps
-(``trainer.rollout_data_dir/<step>.jsonl`` with every sample's score and reward extras)."""
+"""training_progress.png from what verl 0.9.1 writes, with no patch:
+
+- the ``file`` logger's metrics JSONL (``trainer.logger=[console,file]``; one ``{"step": N,
+  "data": {...}}`` line per step at ``VERL_FILE_LOGGER_PATH``): score on training data, response
+  length and clip (truncation) ratio, turns per sample, held-out accuracy;
+- when given, the per-step rollout dumps (``trainer.rollout_data_dir/<step>.jsonl``, every sample
+  with its score and our reward's extras): verdict shares, tool calls per sample, and the share of
+  prompt groups where every sample scored the same (no GRPO signal). verl logs reward extras of
+  training batches nowhere else.
+"""
 
 from __future__ import annotations
 
 import json
-from collections import defaultdict
+import re
+from collections import Counter, defaultdict
 from pathlib import Path
 from statistics import mean
 from typing import Any
 
 from coderl.errors import BadRequest
 
-VERDICTS = ("accepted", "wrong_answer", "time_limit", "memory_limit", "runtime_error", "compile_error",
-            "output_limit", "sandbox_error")
+Series = dict[str, list[tuple[int, float]]]
+# drawing order (bottom to top) and colours: success green, the program's failures warm, ours black
+VERDICT_COLORS = {
+    "accepted": "#2ca02c", "wrong_answer": "#ff7f0e", "runtime_error": "#d62728", "time_limit": "#9467bd",
+    "memory_limit": "#8c564b", "output_limit": "#e377c2", "compile_error": "#bcbd22", "no_code": "#c7c7c7",
+    "sandbox_error": "#000000",
+}
+_VAL_ACC = re.compile(r"^val-core/(.+)/acc/mean@\d+$")
 
 
-def read_metrics(path: str | Path) -> dict[str, list[tuple[int, float]]]:
-    series: dict[str, list[tuple[int, float]]] = defaultdict(list)
+def read_metrics(path: str | Path) -> Series:
     p = Path(path)
-    if not p.exists():
-        raise FileNotFoundError(f"metrics file not found: {path}")
+    if not p.is_file():
+        raise FileNotFoundError(f"metrics file not found: {path} (verl's file logger: VERL_FILE_LOGGER_PATH)")
+    series: Series = defaultdict(list)
     for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
         if not line.strip():
             continue
         try:
             row = json.loads(line)
             step, data = int(row["step"]), row["data"]
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+            items = data.items()
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
             raise BadRequest(f"{path}:{n}: not a verl file-logger line {{step, data}}") from None
-        for key, value in data.items():
-            if isinstance(value, int | float):
+        for key, value in items:
+            if isinstance(value, int | float) and not isinstance(value, bool) and value == value:  # drop NaN
                 series[key].append((step, float(value)))
     if not series:
         raise BadRequest(f"{path}: no metrics in it")
     return series
 
 
-def read_rollouts(directory: str | Path) -> dict[str, list[tuple[int, float]]]:
-    """Per-step verdict rates and the share of zero-variance groups (same prompt, same score)."""
-    series: dict[str, list[tuple[int, float]]] = defaultdict(list)
-    for f in sorted(Path(directory).glob("*.jsonl"), key=lambda p: int(p.stem) if p.stem.isdigit() else -1):
-        if not f.stem.isdigit():
-            continue
-        rows = [json.loads(line) for line in f.read_text(encoding="utf-8").splitlines() if line.strip()]
+def read_rollouts(directory: str | Path) -> Series:
+    d = Path(directory)
+    if not d.is_dir():
+        raise FileNotFoundError(f"rollout dir not found: {directory} (trainer.rollout_data_dir)")
+    files = sorted((f for f in d.glob("*.jsonl") if f.stem.isdigit()), key=lambda f: int(f.stem))
+    if not files:
+        raise BadRequest(f"{directory}: no <step>.jsonl rollout dumps in it")
+    series: Series = defaultdict(list)
+    per_step: list[tuple[int, Counter[str], int]] = []
+    for f in files:
+        try:
+            rows = [json.loads(line) for line in f.read_text(encoding="utf-8").splitlines() if line.strip()]
+        except json.JSONDecodeError:
+            raise BadRequest(f"{f}: not verl rollout JSONL") from None
         if not rows:
             continue
         step = int(f.stem)
-        for v in VERDICTS:
-            series[f"verdict/{v}"].append((step, mean(float(r.get("verdict") == v) for r in rows)))
-        groups: dict[str, list[float]] = defaultdict(list)
+        per_step.append((step, Counter(str(r.get("verdict", "unknown")) for r in rows), len(rows)))
+        if any("tool_calls" in r for r in rows):
+            series["tool_calls/mean"].append((step, mean(float(r.get("tool_calls", 0)) for r in rows)))
+        scores: dict[str, list[float]] = defaultdict(list)
         for r in rows:
-            groups[str(r.get("input"))].append(float(r.get("score", 0.0)))
-        multi = [g for g in groups.values() if len(g) > 1]
-        if multi:
-            series["zero_variance_groups"].append((step, mean(float(len(set(g)) == 1) for g in multi)))
-        series["tool_calls/mean"].append((step, mean(float(r.get("tool_calls", 0)) for r in rows)))
+            scores[str(r.get("input"))].append(float(r.get("score", 0.0)))
+        groups = [g for g in scores.values() if len(g) > 1]
+        if groups:
+            series["zero_variance_groups"].append((step, mean(float(len(set(g)) == 1) for g in groups)))
+    names = set().union(*(counts for _, counts, _ in per_step)) if per_step else set()
+    for step, counts, total in per_step:  # every verdict at every step: the shares stack
+        for v in names:
+            series[f"verdict/{v}"].append((step, counts[v] / total))
     return series
 
 
@@ -69,38 +95,82 @@ def plot_training(metrics: str | Path, out: str | Path, rollouts: str | Path | N
     s = read_metrics(metrics)
     if rollouts:
         s.update(read_rollouts(rollouts))
-    fig, axes = plt.subplots(2, 2, figsize=(12, 8), constrained_layout=True)
-    _line(axes[0][0], s, ["critic/score/mean", "val-core/livecodebench/acc/mean@1"], "score", "Score on training data")
+    fig, axes = plt.subplots(2, 2, figsize=(14, 8.5), constrained_layout=True)
+
+    ax = axes[0][0]
+    _line(ax, s, "critic/score/mean", "mean score (training batch)", "tab:blue")
+    held_out = [(key, m.group(1)) for key in sorted(s) if (m := _VAL_ACC.match(key))]
+    for (key, source), color in zip(held_out, ("tab:orange", "tab:green", "tab:red", "tab:brown"), strict=False):
+        _line(ax, s, key, f"held-out accuracy: {source}", color, style="o--")
+    _finish(ax, "Score on training data", "score")
+
     ax = axes[0][1]
-    _line(ax, s, ["response_length/mean"], "tokens", "Response length and truncation")
+    _line(ax, s, "response_length/mean", "mean response length", "tab:blue")
+    _finish(ax, "Response length and truncation", "tokens", loc="upper left")
     if "response_length/clip_ratio" in s:
         twin = ax.twinx()
-        _line(twin, s, ["response_length/clip_ratio"], "clip ratio", None, style="--", color="tab:red")
-        twin.legend(fontsize=7, loc="lower right")
-    _line(axes[1][0], s, ["num_turns/mean", "tool_calls/mean"], "per sample", "Turns and tool calls")
-    _line(axes[1][1], s, [f"verdict/{v}" for v in VERDICTS] + ["zero_variance_groups"], "share of samples",
-          "Verdicts and zero-variance groups")
+        _line(twin, s, "response_length/clip_ratio", "clip ratio (hit the length limit)", "tab:red")
+        twin.set_ylabel("clip ratio", color="tab:red")
+        twin.set_ylim(bottom=0)
+        twin.legend(fontsize=8, loc="lower right")
+
+    ax = axes[1][0]
+    _line(ax, s, "num_turns/mean", "turns per sample (all roles)", "tab:purple")
+    _line(ax, s, "tool_calls/mean", "tool calls per sample", "tab:green", style="o-")
+    _finish(ax, "Turns and tool calls", "per sample")
+
+    ax = axes[1][1]
+    _verdicts(ax, s)
+
+    fig.suptitle("coderl: multi-turn code RL progress" + (f" ({note})" if note else ""))
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    fig.suptitle("coderl: multi-turn code RL progress" + (f" ({note})" if note else ""))
     fig.savefig(out, dpi=110)
     plt.close(fig)
     return str(out)
 
 
-def _line(ax: Any, series: dict, keys: list[str], ylabel: str, title: str | None, style: str = "-",
-          color: str | None = None) -> None:
-    drawn = False
-    for key in keys:
-        if key in series and series[key]:
-            steps, values = zip(*sorted(series[key]), strict=True)
-            ax.plot(steps, values, style, label=key, color=color, marker="." if len(steps) < 40 else None)
-            drawn = True
-    if title:
-        ax.set_title(title)
+def _line(ax: Any, series: Series, key: str, label: str, color: str | None, style: str = "-") -> None:
+    """Noisy per-step curves are drawn faint with a rolling mean on top; sparse ones as points."""
+    if not series.get(key):
+        return
+    steps, values = zip(*sorted(series[key]), strict=True)
+    if len(steps) <= 40:
+        ax.plot(steps, values, style, label=label, color=color, markersize=4)
+        return
+    window = max(3, len(values) // 25)
+    smooth = [mean(values[max(0, i - window + 1): i + 1]) for i in range(len(values))]
+    (raw,) = ax.plot(steps, values, "-", color=color, alpha=0.25, linewidth=0.8)
+    ax.plot(steps, smooth, "-", color=raw.get_color(), label=f"{label} (rolling mean of {window})", linewidth=2)
+
+
+def _verdicts(ax: Any, s: Series) -> None:
+    keys = [k for k in s if k.startswith("verdict/") and any(v > 0 for _, v in s[k])]
+    order = list(VERDICT_COLORS) + sorted(k.removeprefix("verdict/") for k in keys)
+    names = [v for v in dict.fromkeys(order) if f"verdict/{v}" in keys]
+    if names:
+        steps = [st for st, _ in sorted(s[f"verdict/{names[0]}"])]
+        ax.stackplot(steps, *[[v for _, v in sorted(s[f"verdict/{n}"])] for n in names], labels=names,
+                     colors=[VERDICT_COLORS.get(n, "#17becf") for n in names], alpha=0.85)
+        ax.set_ylim(0, 1)
+        ax.set_xlim(steps[0], steps[-1])
+    _line(ax, s, "zero_variance_groups", "groups where all samples scored the same", "black", style="o--")
+    ax.set_title("Verdicts of training samples")
+    ax.set_xlabel("step")
+    ax.set_ylabel("share of samples")
+    if names:
+        ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5), facecolor="#dddddd")
+    else:
+        ax.text(0.5, 0.5, "no data: pass --rollouts (trainer.rollout_data_dir)", ha="center", va="center",
+                transform=ax.transAxes)
+
+
+def _finish(ax: Any, title: str, ylabel: str, loc: str = "best") -> None:
+    ax.set_title(title)
     ax.set_xlabel("step")
     ax.set_ylabel(ylabel)
-    if drawn:
-        ax.legend(fontsize=7, loc="best")
+    ax.grid(alpha=0.3)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=8, loc=loc)
     else:
         ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)

@@ -1,0 +1,121 @@
+"""Scoring responses on the same sandbox and judge the reward uses: through the service
+(``sandbox_url``, `coderl.client`) or an in-process engine, with LiveCodeBench's rules (the final
+answer after any tool use, the last code block, every test must pass, stop at the first failure,
+6 s per test).
+
+Sandbox-error policy: a sample whose judging failed on our side (a sandbox_error verdict, an
+engine fault) is retried twice here, and the service being unreachable has already been retried
+by the client; if it still fails it is recorded as ``sandbox_error`` with its response kept, excluded from pass@k,
+counted in the summary, and judged again (not regenerated) by the next run over the same
+output directory. It is never scored as a wrong answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from coderl.errors import BadRequest, CoderlError
+from coderl.eval.backends import Generation, Item
+from coderl.reward.answer import final_answer
+
+RETRIES = 2
+
+
+class Scorer:
+    def __init__(self, sandbox_url: str | None, *, cpu_s: float = 6.0, memory_mb: int = 1024) -> None:
+        self.sandbox_url = sandbox_url
+        self.limits = {"cpu_s": cpu_s, "wall_s": cpu_s * 2 + 1, "memory_mb": memory_mb}
+        self.client: Any = None
+        self.engine: Any = None
+        self.judge: Any = None
+
+    async def __aenter__(self) -> Scorer:
+        if self.sandbox_url:
+            from coderl.client import SandboxClient
+
+            self.client = SandboxClient([u for u in self.sandbox_url.split(",") if u])
+        else:
+            from coderl.judge import Judge
+            from coderl.sandbox import Engine
+
+            self.engine = Engine()
+            await self.engine.start()
+            self.judge = Judge(self.engine)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self.client is not None:
+            await self.client.aclose()
+        if self.engine is not None:
+            await self.engine.close()
+
+    async def score(self, items: list[Item], generations: list[Generation]) -> list[dict[str, Any]]:
+        """One record per sample: ids, response, extracted code, verdicts, per-test timings."""
+        subs = [{"response": final_answer(g.text).text, "language": "python", "tests": p["tests"],
+                 "limits": self.limits, "stop_on_first_failure": True} for (p, _), g in zip(items, generations, strict=True)]
+        results = await self._judge(subs)
+        for attempt in range(RETRIES):
+            again = [i for i, r in enumerate(results) if r.get("verdict") == "sandbox_error" and not r.get("unreachable")]
+            if not again:
+                break
+            await asyncio.sleep(1.0 + 2 * attempt)
+            for i, r in zip(again, await self._judge([subs[i] for i in again]), strict=True):
+                results[i] = r
+        return [_record(p, i, g, r) for (p, i), g, r in zip(items, generations, results, strict=True)]
+
+    async def run(self, language: str, code: str, stdin: str, limits: dict[str, Any]) -> dict[str, Any]:
+        """One program on one stdin, shaped like the service's /v1/run reply (for the tool)."""
+        if self.client is not None:
+            return await self.client.run(language, code, stdin, limits)
+        from coderl.sandbox import Limits, Program
+
+        ex = await self.engine.execute(Program(language, code), [stdin.encode()], Limits(**limits))
+        compile_info = None
+        if ex.compile is not None and not ex.compile.ok:
+            compile_info = {"ok": False, "sandbox_error": ex.compile.sandbox_error, "message": ex.compile.message[:8000]}
+        return {"compile": compile_info, "run": ex.results[0].to_dict()}
+
+    async def _judge(self, subs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        if self.client is not None:
+            try:
+                return await self.client.judge(subs)
+            except BadRequest:
+                raise
+            except CoderlError as exc:  # unreachable after the client's retries: our fault, never the model's
+                return [{**_sandbox_error(exc), "unreachable": True} for _ in subs]
+        return list(await asyncio.gather(*(self._judge_here(s) for s in subs)))
+
+    async def _judge_here(self, s: dict[str, Any]) -> dict[str, Any]:
+        from coderl.judge import Submission
+        from coderl.sandbox import Limits
+
+        try:
+            res = await self.judge.judge(Submission(spec=s["tests"], response=s["response"], language="python",
+                                                    limits=Limits(**s["limits"])))
+        except BadRequest as exc:  # no code block, or a language the tests cannot judge
+            return {"verdict": None, "error": {"type": type(exc).__name__, "message": str(exc)}}
+        except CoderlError as exc:
+            return _sandbox_error(exc)
+        return res.to_dict(include_output=False)
+
+
+def _sandbox_error(exc: Exception) -> dict[str, Any]:
+    return {"verdict": "sandbox_error", "error": {"type": type(exc).__name__, "message": str(exc)}}
+
+
+def _record(problem: dict[str, Any], sample: int, gen: Generation, res: dict[str, Any]) -> dict[str, Any]:
+    error = res.get("error") or {}
+    no_code = error.get("type") == "NoCodeFound"
+    verdict = "no_code" if no_code else (res.get("verdict") or "sandbox_error")
+    return {
+        "question_id": str(problem["question_id"]), "sample": sample, "difficulty": problem.get("difficulty") or "",
+        "platform": problem.get("platform") or "", "verdict": verdict, "passed": res.get("passed", 0),
+        "total": res.get("total", 0), "response": gen.text, "finish_reason": gen.finish_reason,
+        "tool_calls": gen.tool_calls, "code": res.get("code", ""), "extraction_rule": res.get("extraction_rule"),
+        "cases": [{"verdict": c["verdict"], "cpu_s": (c.get("run") or {}).get("cpu_s"),
+                   "wall_s": (c.get("run") or {}).get("wall_s")} for c in res.get("cases", [])],
+        "error": error.get("message", "") if verdict == "sandbox_error" else "",
+        "gen_s": gen.gen_s, "judge_s": res.get("wall_s"), "scored_at": round(time.time(), 3),
+    }
