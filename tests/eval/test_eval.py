@@ -218,3 +218,33 @@ def test_results_table_keeps_one_row_per_step(tmp_path):
     empty.write_text(json.dumps({"overall": {"pass@1": None}}))
     refused = coderl("eval", "record", "--summary", str(empty), "--step", "40", "--results", str(results))
     assert refused.returncode == 2 and "no problem was scored" in refused.stderr
+
+
+def test_lcb_builder_output_and_raw_rows_end_to_end(tmp_path):
+    """The contract with `coderl data lcb`: its output (and raw LiveCodeBench rows) evaluate as is,
+    stdin and LeetCode functional problems alike, with the window from its meta.json."""
+    from tests.data.fixtures import lcb_rows, write_jsonl
+
+    raw = write_jsonl(lcb_rows(), tmp_path / "raw" / "test5.jsonl")
+    built = coderl("data", "lcb", "--source", raw, "--out", str(tmp_path / "lcb"), "--release", "v5")
+    assert built.returncode == 0, built.stderr[-2000:]
+    responses = tmp_path / "r.jsonl"
+    responses.write_text("".join(json.dumps(r) + "\n" for r in [
+        {"question_id": "abc999_a", "response": "```python\nprint(sum(map(int, input().split())))\n```"},
+        {"question_id": "3314", "response": "```python\nclass Solution:\n    def countPairs(self, nums, target):\n"
+                                            "        return sum(nums[i] + nums[j] < target for i in range(len(nums))"
+                                            " for j in range(i + 1, len(nums)))\n```"}]))
+    done = coderl("eval", "lcb", "--problems", str(tmp_path / "lcb"), "--out", str(tmp_path / "built"), "--backend",
+                  "responses", "--responses", str(responses), "--n", "1")
+    assert done.returncode == 0, done.stderr[-2000:]
+    summary = json.loads((tmp_path / "built" / "summary.json").read_text())
+    assert summary["release"] == "v5" and summary["start_date"] == "2024-08-01" and summary["end_date"] == "2025-02-01"
+    assert summary["problems"] == 2 and summary["overall"]["pass@1"] == 100.0
+    # the Evil row's pickle is refused by the builder; raw rows go through the same adapter here
+    safe = write_jsonl([r for r in lcb_rows() if r["question_id"] in ("abc999_a", "3314")], tmp_path / "safe.jsonl")
+    again = coderl("eval", "lcb", "--problems", safe, "--out", str(tmp_path / "raw_out"), "--backend", "responses",
+                   "--responses", str(responses), "--n", "1")
+    assert again.returncode == 0, again.stderr[-2000:]
+    raw_summary = json.loads((tmp_path / "raw_out" / "summary.json").read_text())
+    assert raw_summary["overall"]["pass@1"] == 100.0 and raw_summary["release"] is None
+    assert "release and date window unknown" in (tmp_path / "raw_out" / "summary.md").read_text()

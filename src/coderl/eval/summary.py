@@ -62,7 +62,8 @@ def _pct(value: float | None) -> float | None:
 
 def markdown(summary: dict[str, Any]) -> str:
     ks = [k for k in summary["overall"] if k.startswith("pass@")]
-    window = f"{summary.get('release') or 'release ?'}, {summary.get('start_date') or '?'}..{summary.get('end_date') or '?'}"
+    window = (f"{summary['release']}, {summary.get('start_date')}..{summary.get('end_date')}" if summary.get("release")
+              else "unfiltered rows: release and date window unknown")
     s = summary["sampling"]
     setup = (f"{summary['problems']} problems, {summary['samples_scored']}/{summary['samples_expected']} samples scored; "
              f"n={s['n']}, temperature {s['temperature']}, top_p {s['top_p']}"

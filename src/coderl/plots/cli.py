@@ -11,7 +11,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sub.required = True
     t = sub.add_parser("training", help="training_progress.png from verl's file-logger metrics (+ rollout dumps)")
     t.add_argument("--metrics", required=True, help="the JSONL verl's `file` logger wrote (VERL_FILE_LOGGER_PATH)")
-    t.add_argument("--rollouts", help="trainer.rollout_data_dir (per-step JSONL) for verdict rates")
+    t.add_argument("--rollouts", help="per-step sample logs <dir>/<step>.jsonl (verl's rollout_data_dir layout, with the reward's "
+                        "verdict and tool_calls) for verdict shares and tool calls")
     t.add_argument("--out", default="figures/training_progress.png")
     t.add_argument("--note", help="shown in the title, e.g. the run name")
     t.set_defaults(func=_training)

@@ -3,10 +3,11 @@
 - the ``file`` logger's metrics JSONL (``trainer.logger=[console,file]``; one ``{"step": N,
   "data": {...}}`` line per step at ``VERL_FILE_LOGGER_PATH``): score on training data, response
   length and clip (truncation) ratio, turns per sample, held-out accuracy;
-- when given, the per-step rollout dumps (``trainer.rollout_data_dir/<step>.jsonl``, every sample
-  with its score and our reward's extras): verdict shares, tool calls per sample, and the share of
-  prompt groups where every sample scored the same (no GRPO signal). verl logs reward extras of
-  training batches nowhere else.
+- when given, per-step sample logs (``<dir>/<step>.jsonl``, one sample per line with ``input``
+  (the prompt: the GRPO group key), ``score`` and our reward's extras ``verdict`` and
+  ``tool_calls``), in the layout of verl's ``trainer.rollout_data_dir`` dump and of the reward's
+  own sample log: verdict shares, tool calls per sample, and the share of prompt groups where
+  every sample scored the same (no GRPO signal). Other files and subdirectories are ignored.
 """
 
 from __future__ import annotations
@@ -69,7 +70,8 @@ def read_rollouts(directory: str | Path) -> Series:
         if not rows:
             continue
         step = int(f.stem)
-        per_step.append((step, Counter(str(r.get("verdict", "unknown")) for r in rows), len(rows)))
+        if any("verdict" in r for r in rows):  # verl's own dump lacks it when the extras are not kept
+            per_step.append((step, Counter(str(r.get("verdict", "unknown")) for r in rows), len(rows)))
         if any("tool_calls" in r for r in rows):
             series["tool_calls/mean"].append((step, mean(float(r.get("tool_calls", 0)) for r in rows)))
         scores: dict[str, list[float]] = defaultdict(list)
