@@ -96,6 +96,8 @@ def test_end_to_end_with_fake_model_and_real_service(tmp_path, service, model):
     again = coderl(*argv)
     assert again.returncode == 0 and server.state["calls"] == calls  # resumed: nothing generated again
     assert len(samples(out)) == 10
+    hotter = coderl(*argv, "--temperature", "1.0")
+    assert hotter.returncode == 2 and "temperature differ" in hotter.stderr and server.state["calls"] == calls
 
 
 def test_sandbox_errors_are_excluded_reported_then_judged_again(tmp_path, service, model):

@@ -89,6 +89,7 @@ async def evaluate(cfg: EvalConfig) -> dict[str, Any]:
     problems, meta = load_problems(cfg.problems, cfg.limit)
     out = Path(cfg.out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    _check_same_run(out / "run.json", cfg)
     samples_path = out / "samples.jsonl"
     latest = _latest_records(samples_path)
     keys = [(p, i) for p in problems for i in range(cfg.sampling.n)]
@@ -134,6 +135,20 @@ async def evaluate(cfg: EvalConfig) -> dict[str, Any]:
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     (out / "summary.md").write_text(markdown(summary))
     return summary
+
+
+def _check_same_run(path: Path, cfg: EvalConfig) -> None:
+    """Resuming mixes samples from both runs, so the generation settings must match (n may grow)."""
+    settings = {**{k: v for k, v in cfg.sampling.to_dict().items() if k != "n"}, "model": cfg.model,
+                "tools": cfg.tools, "max_turns": cfg.max_turns if cfg.tools else None}
+    if path.is_file():
+        before = json.loads(path.read_text())
+        changed = sorted(k for k in settings.keys() | before.keys() if settings.get(k) != before.get(k))
+        if changed:
+            raise BadRequest(f"{path.parent} holds samples made with other settings ({', '.join(changed)} differ); "
+                             f"use another --out")
+    else:
+        path.write_text(json.dumps(settings, indent=2) + "\n")
 
 
 def _key(item: Item) -> tuple[str, int]:
