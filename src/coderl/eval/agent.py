@@ -77,7 +77,7 @@ class ToolAgent:
         timeout = min(max(timeout, 0.1), MAX_TIMEOUT_S)
         limits = {"cpu_s": timeout, "wall_s": timeout * 2, "memory_mb": MEMORY_MB}
         try:
-            reply = await self.sandbox.run(str(args.get("language") or "python"), code, str(args.get("stdin") or ""), limits)
+            reply = await self.sandbox.run(str(args.get("language") or "python"), code, "", limits)
         except CoderlError as exc:
             return f"status: sandbox unavailable ({exc})"
         return render(reply, MAX_OUTPUT_CHARS)[0]
