@@ -12,7 +12,7 @@ import time
 from typing import Any, Protocol
 
 from coderl.data.prompts import TOOL_SYSTEM_PROMPT
-from coderl.errors import CoderlError
+from coderl.errors import BadRequest, CoderlError
 from coderl.eval.backends import Generation, Item, OpenAIBackend
 from coderl.tools.schema import CODE_INTERPRETER_SCHEMA, render
 
@@ -78,6 +78,8 @@ class ToolAgent:
         limits = {"cpu_s": timeout, "wall_s": timeout * 2, "memory_mb": MEMORY_MB}
         try:
             reply = await self.sandbox.run(str(args.get("language") or "python"), code, "", limits)
+        except BadRequest as exc:  # e.g. an unknown language: the model's to fix
+            return f"error: {exc}"
         except CoderlError as exc:
             return f"status: sandbox unavailable ({exc})"
         return render(reply, MAX_OUTPUT_CHARS)[0]
