@@ -26,7 +26,8 @@ def one(ex):
 def test_infinite_loop_is_cpu_time_limit(run):
     r = one(run("while True: pass", cpu_s=1, wall_s=5))
     assert r.status is TLE and r.time_limit_kind == "cpu"
-    assert 0.9 <= r.cpu_s <= 2.5
+    # rusage is tick-sampled: on a loaded VM it can read below the kernel's own CPU clock
+    assert 0.5 <= r.cpu_s <= 2.5
 
 
 def test_loop_ignoring_signals_and_catching_base_exception(run):
