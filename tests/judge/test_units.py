@@ -132,3 +132,10 @@ def test_rllm_rows_with_statement_normalise_and_real_interactive_rows_are_refuse
             to_spec(row)
     plain = next(r for r in rows if r not in interactive)
     assert to_spec(plain).mode == "stdio"
+
+
+def test_public_surface_is_sorted_and_importable():
+    import coderl.judge
+
+    assert coderl.judge.__all__ == sorted(coderl.judge.__all__)
+    assert all(hasattr(coderl.judge, name) for name in coderl.judge.__all__)

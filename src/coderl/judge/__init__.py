@@ -6,20 +6,21 @@ the sandbox, comparison happens outside it (`compare`), verdicts follow `PRECEDE
 
 from coderl.judge.extract import ExtractedCode, extract_code, strip_reasoning
 from coderl.judge.formats import FORMATS, detect, to_spec
-from coderl.judge.judge import DEFAULT_LIMITS, CaseResult, Judge, JudgeResult, Submission
+from coderl.judge.judge import DEFAULT_LIMITS, Judge, Submission
+from coderl.judge.result import CaseResult, JudgeResult
 from coderl.judge.spec import Checker, CompareOptions, TestSpec
 from coderl.judge.verdict import PRECEDENCE, Verdict, worst
 
 __all__ = [
-    "DEFAULT_LIMITS",
-    "FORMATS",
-    "PRECEDENCE",
     "CaseResult",
     "Checker",
     "CompareOptions",
+    "DEFAULT_LIMITS",
     "ExtractedCode",
+    "FORMATS",
     "Judge",
     "JudgeResult",
+    "PRECEDENCE",
     "Submission",
     "TestSpec",
     "Verdict",

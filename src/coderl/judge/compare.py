@@ -13,6 +13,7 @@ import math
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from coderl.judge.harness import NotPlainData
 from coderl.judge.spec import CompareOptions
 
 
@@ -64,8 +65,6 @@ def _close(a: float, b: float, options: CompareOptions) -> bool:
 
 def values(got: Any, expected: Any, options: CompareOptions = CompareOptions()) -> tuple[bool, str]:
     """Function-call return values (plain JSON data on both sides)."""
-    from coderl.judge.harness import NotPlainData
-
     if isinstance(got, NotPlainData):
         return False, f"expected {_short(expected)}, got a {str(got)} (not plain data)"
     if _value_equal(got, expected, options):

@@ -9,26 +9,19 @@ the worst case verdict by `PRECEDENCE`, so a case failing in several ways always
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from coderl.errors import BadRequest, NoCodeFound
 from coderl.judge import compare, harness
 from coderl.judge.extract import extract_code
 from coderl.judge.formats import to_spec
+from coderl.judge.result import STATUS_VERDICT, CaseResult, JudgeResult
 from coderl.judge.spec import TestSpec
 from coderl.judge.special import SpecialJudge
 from coderl.judge.verdict import Verdict, worst
-from coderl.sandbox import Engine, Limits, Program, RunResult, RunStatus
+from coderl.sandbox import Engine, Limits, Program, RunResult
 
-_STATUS_VERDICT = {
-    RunStatus.RUNTIME_ERROR: Verdict.RUNTIME_ERROR,
-    RunStatus.TIME_LIMIT: Verdict.TIME_LIMIT,
-    RunStatus.MEMORY_LIMIT: Verdict.MEMORY_LIMIT,
-    RunStatus.OUTPUT_LIMIT: Verdict.OUTPUT_LIMIT,
-    RunStatus.SANDBOX_ERROR: Verdict.SANDBOX_ERROR,
-    RunStatus.SKIPPED: Verdict.SKIPPED,
-}
 DEFAULT_LIMITS = Limits(cpu_s=6, wall_s=12, memory_mb=1024)
 
 
@@ -45,65 +38,6 @@ class Submission:
     stop_on_first_failure: bool = True
     total_time_s: float | None = None
     prelude: bool = True  # LiveCodeBench's import prelude before Python programs
-
-
-@dataclass(frozen=True, kw_only=True)
-class CaseResult:
-    verdict: Verdict
-    run: RunResult | None = None
-    message: str = ""
-
-    def to_dict(self, *, include_output: bool = True) -> dict[str, Any]:
-        out: dict[str, Any] = {"verdict": self.verdict.value, "message": self.message}
-        if self.run is not None:
-            run = self.run.to_dict()
-            if not include_output:
-                run.pop("stdout")
-                run.pop("stderr")
-            out["run"] = run
-        return out
-
-
-@dataclass(frozen=True, kw_only=True)
-class JudgeResult:
-    verdict: Verdict
-    cases: list[CaseResult] = field(default_factory=list)
-    compile_message: str = ""
-    isolation: str = "bwrap"
-    wall_s: float = 0.0
-    code: str = ""
-    language: str = "python"
-    extraction_rule: str | None = None
-
-    @property
-    def accepted(self) -> bool:
-        return self.verdict is Verdict.ACCEPTED
-
-    @property
-    def passed(self) -> int:
-        return sum(c.verdict is Verdict.ACCEPTED for c in self.cases)
-
-    @property
-    def total(self) -> int:
-        return len(self.cases)
-
-    @property
-    def first_failure(self) -> int | None:
-        return next((i for i, c in enumerate(self.cases) if c.verdict not in (Verdict.ACCEPTED, Verdict.SKIPPED)),
-                    None)
-
-    @property
-    def sandbox_error(self) -> bool:
-        return self.verdict is Verdict.SANDBOX_ERROR
-
-    def to_dict(self, *, include_output: bool = True) -> dict[str, Any]:
-        return {
-            "verdict": self.verdict.value, "accepted": self.accepted, "passed": self.passed, "total": self.total,
-            "first_failure": self.first_failure, "compile_message": self.compile_message,
-            "isolation": self.isolation, "wall_s": round(self.wall_s, 6), "language": self.language,
-            "extraction_rule": self.extraction_rule, "code": self.code,
-            "cases": [c.to_dict(include_output=include_output) for c in self.cases],
-        }
 
 
 class Judge:
@@ -161,7 +95,7 @@ class Judge:
 
     @staticmethod
     def _case(spec: TestSpec, index: int, result: RunResult, nonce: str) -> CaseResult:
-        verdict = _STATUS_VERDICT.get(result.status)
+        verdict = STATUS_VERDICT.get(result.status)
         if verdict is not None:
             return CaseResult(verdict=verdict, run=result, message=result.message)
         case = spec.cases[index]

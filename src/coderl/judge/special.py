@@ -6,6 +6,7 @@ contestant program never sees it. A checker that fails is our fault (sandbox_err
 
 from __future__ import annotations
 
+from coderl.judge.result import STATUS_VERDICT, CaseResult
 from coderl.judge.spec import Checker, TestSpec
 from coderl.judge.verdict import Verdict
 from coderl.sandbox import Engine, Limits, Program, RunInput, RunResult, RunStatus
@@ -54,15 +55,13 @@ class SpecialJudge:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
-    async def check(self, spec: TestSpec, runs: list[RunResult], stop_on_first_failure: bool) -> list:
-        from coderl.judge.judge import _STATUS_VERDICT, CaseResult
-
+    async def check(self, spec: TestSpec, runs: list[RunResult], stop_on_first_failure: bool) -> list[CaseResult]:
         assert spec.checker is not None
         verdicts: dict[int, CaseResult] = {}
         clean = [i for i, r in enumerate(runs) if r.status is RunStatus.OK]
         for i, r in enumerate(runs):
             if r.status is not RunStatus.OK:
-                verdicts[i] = CaseResult(verdict=_STATUS_VERDICT[r.status], run=r, message=r.message)
+                verdicts[i] = CaseResult(verdict=STATUS_VERDICT[r.status], run=r, message=r.message)
         if clean:
             inputs = [RunInput(files=checker_files(spec.checker, spec.cases[i].input, runs[i].stdout,  # type: ignore[union-attr]
                                                    spec.cases[i].output)) for i in clean]  # type: ignore[union-attr]
@@ -75,9 +74,7 @@ class SpecialJudge:
         return [verdicts[i] for i in range(len(runs))]
 
 
-def _checker_verdict(compiled: bool, checked: RunResult, run: RunResult, compile_message: str):  # type: ignore[no-untyped-def]
-    from coderl.judge.judge import CaseResult
-
+def _checker_verdict(compiled: bool, checked: RunResult, run: RunResult, compile_message: str) -> CaseResult:
     message = (checked.stdout + checked.stderr).decode("utf-8", "replace").strip()[:2000]
     if not compiled:
         return CaseResult(verdict=Verdict.SANDBOX_ERROR, run=run, message=f"checker does not compile: {compile_message[:500]}")
