@@ -14,12 +14,14 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from coderl import __version__
 from coderl.errors import (
@@ -133,7 +135,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                   description="Secure batch code execution and judging for code RL. "
                               "Native API under /v1; SandboxFusion and ScaleBox compatible routes.")
     app.state.service = service
-    _install_middleware(app, service)
+    app.add_middleware(Observe, service=service)
     _install_errors(app, service)
     from coderl.server import compat, native
 
@@ -142,28 +144,61 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     return app
 
 
-def _install_middleware(app: FastAPI, service: Service) -> None:
-    max_bytes = int(service.settings.max_body_mb * 1024 * 1024)
+class Observe:
+    """Pure ASGI middleware (Starlette's ``BaseHTTPMiddleware`` costs a task group and two streams
+    per request): the body-size cap, declared or streamed (chunked bodies are counted too); the
+    isolation header; metrics by matched route; one JSON log line; and a one-line 500 for a bug,
+    never a traceback on the wire."""
 
-    @app.middleware("http")
-    async def observe(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+    def __init__(self, app: ASGIApp, service: Service) -> None:
+        self.app = app
+        self.service = service
+        self.max_bytes = int(service.settings.max_body_mb * 1024 * 1024)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        service = self.service
         started = time.monotonic()
-        route = request.url.path
-        length = request.headers.get("content-length")
-        if length is not None and length.isdigit() and int(length) > max_bytes:
-            response: Response = _error(413, f"request body over {service.settings.max_body_mb:g} MiB", service)
-        else:
-            response = await call_next(request)
+        status = 500
+        received = 0
+        isolation = (b"x-coderl-isolation", service.engine.isolation.encode())
+
+        async def counted_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            received += len(message.get("body", b""))
+            if received > self.max_bytes:
+                raise StarletteHTTPException(413, f"request body over {service.settings.max_body_mb:g} MiB")
+            return message
+
+        async def tagged_send(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                message["headers"] = [*message.get("headers", ()), isolation]
+            await send(message)
+
+        declared = dict(scope["headers"]).get(b"content-length", b"")
+        try:
+            if declared.isdigit() and int(declared) > self.max_bytes:
+                await _error(413, f"request body over {service.settings.max_body_mb:g} MiB", service)(
+                    scope, receive, tagged_send)
+            else:
+                await self.app(scope, counted_receive, tagged_send)
+        except Exception as exc:  # a bug of ours: one line in the log, one line to the client
+            log.error(json.dumps({"event": "internal_error", "route": scope["path"],
+                                  "error": f"{type(exc).__name__}: {exc}"}))
+            if status == 500:
+                await _error(500, f"internal error: {type(exc).__name__}", service)(scope, receive, tagged_send)
         elapsed = time.monotonic() - started
-        known = getattr(request.scope.get("route"), "path", "other")  # the matched route, never raw paths
-        service.metrics.requests.labels(known, str(response.status_code)).inc()
+        known = getattr(scope.get("route"), "path", "other")  # the matched route, never raw paths
+        service.metrics.requests.labels(known, str(status)).inc()
         service.metrics.latency.labels(known).observe(elapsed)
-        service.observe_slots()
-        response.headers["X-Coderl-Isolation"] = service.engine.isolation
-        if route not in ("/metrics", "/healthz"):
-            log.info(json.dumps({"event": "request", "method": request.method, "route": route,
-                                 "status": response.status_code, "ms": round(elapsed * 1000, 2)}))
-        return response
+        if scope["path"] not in ("/metrics", "/healthz"):
+            log.info(json.dumps({"event": "request", "method": scope["method"], "route": scope["path"],
+                                 "status": status, "ms": round(elapsed * 1000, 2)}))
 
 
 def _install_errors(app: FastAPI, service: Service) -> None:
@@ -178,10 +213,9 @@ def _install_errors(app: FastAPI, service: Service) -> None:
     async def coderl_error(_request: Request, exc: CoderlError) -> JSONResponse:
         return _error(status_for(exc), str(exc), service)
 
-    @app.exception_handler(Exception)
-    async def unexpected(_request: Request, exc: Exception) -> JSONResponse:
-        log.error(json.dumps({"event": "internal_error", "error": f"{type(exc).__name__}: {exc}"}))
-        return _error(500, f"internal error: {type(exc).__name__}", service)
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return _error(exc.status_code, str(exc.detail), service)
 
 
 def status_for(exc: CoderlError) -> int:
@@ -213,10 +247,10 @@ async def cancel_on_disconnect(request: Request, work: Awaitable[Any], timeout_s
 
     async def watch() -> None:
         while not task.done():
+            await asyncio.sleep(0.25)  # first: most requests end before the first check
             if await request.is_disconnected():
                 task.cancel()
                 return
-            await asyncio.sleep(0.25)
 
     watcher = asyncio.ensure_future(watch())
     try:
@@ -226,6 +260,3 @@ async def cancel_on_disconnect(request: Request, work: Awaitable[Any], timeout_s
     finally:
         watcher.cancel()
 
-
-def plain(text: str) -> PlainTextResponse:
-    return PlainTextResponse(text)
