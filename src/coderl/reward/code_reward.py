@@ -14,37 +14,50 @@ Scores: ``binary`` (default, as LiveCodeBench scores: 1 only when every test pas
 (default 0). A sandbox failure (our fault, after retries) is never scored as a wrong answer: the
 sample gets ``sandbox_error=1`` and ``sandbox_error_score`` (default 0.0; exclude such samples
 through the flag). Every path returns the same keys, numbers and strings only.
+
+With ``log_dir`` (or ``CODERL_REWARD_LOG_DIR``) every sample's record is also appended to a
+per-step JSONL file (see `coderl.reward.samples_log`): verl 0.9.1 keeps no per-step reward extras.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import numbers
 import os
 import random
+import time
+import weakref
 from typing import Any
 
 from coderl.errors import BadRequest, CoderlError
 from coderl.judge import Verdict
 from coderl.reward.answer import final_answer
+from coderl.reward.samples_log import log_sample
 
 VERDICT_KEYS = tuple(f"verdict_{v.value}" for v in Verdict if v is not Verdict.SKIPPED)
-_clients: dict[tuple[int, tuple[str, ...]], Any] = {}
-_embedded: dict[int, Any] = {}
+# One HTTP client / embedded judge per event loop (each RewardLoopWorker runs one loop); keyed by
+# the loop object itself, so a later loop never inherits one bound to a closed loop.
+_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, ...], Any]] = weakref.WeakKeyDictionary()
+_embedded: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
 
 
 async def compute_score(data_source: str, solution_str: str, ground_truth: Any, extra_info: dict | None = None, *,
                         sandbox_url: str | list[str] | None = None, score_mode: str = "binary",
                         format_penalty: float = 0.0, sandbox_error_score: float = 0.0, language: str = "python",
                         cpu_s: float = 6.0, wall_s: float = 12.0, memory_mb: int = 1024, total_time_s: float = 60.0,
-                        retries: int = 3, **_: Any) -> dict[str, Any]:
-    """Reward for one response; see the module docstring. Unknown kwargs from verl are ignored."""
+                        retries: int = 3, log_dir: str | None = None,
+                        reward_router_address: str | None = None, reward_model_tokenizer: Any = None) -> dict[str, Any]:
+    """Reward for one response; see the module docstring. The options are named (no ``**kwargs``) so
+    that a misspelled ``reward_kwargs`` key fails instead of being ignored; the last two are what
+    verl passes when a reward-model router is configured, unused here."""
     if score_mode not in ("binary", "fraction"):
         raise ValueError(f"score_mode must be 'binary' or 'fraction', got {score_mode!r}")
     extra_info = extra_info or {}
+    started = time.perf_counter()
     answer = final_answer(solution_str)
     out = _record(extra_info, answer.tool_calls)
-    submission = {"response": answer.text, "language": language, "tests": _ground_truth(ground_truth),
+    submission = {"response": answer.text, "language": language, "tests": tests_of(ground_truth),
                   "limits": {"cpu_s": cpu_s, "wall_s": wall_s, "memory_mb": memory_mb},
                   "stop_on_first_failure": score_mode == "binary", "total_time_s": total_time_s}
     url = sandbox_url or os.environ.get("CODERL_SANDBOX_URL") or None
@@ -59,20 +72,27 @@ async def compute_score(data_source: str, solution_str: str, ground_truth: Any, 
         if result.get("verdict") != "sandbox_error" or attempt == retries:
             break
         await asyncio.sleep(min(10.0, 0.5 * 2 ** attempt) * random.uniform(0.5, 1.0))
-    return _score(out, result or {}, score_mode, format_penalty, sandbox_error_score)
+    out = _score(out, result or {}, score_mode, format_penalty, sandbox_error_score)
+    out["judge_s"] = round(time.perf_counter() - started, 3)
+    log_dir = log_dir or os.environ.get("CODERL_REWARD_LOG_DIR")
+    if log_dir:
+        log_sample(log_dir, data_source, extra_info, out)
+    return out
 
 
 def _record(extra_info: dict, tool_calls: int) -> dict[str, Any]:
-    num_turns = extra_info.get("num_turns")
+    num_turns = extra_info.get("num_turns")  # a numpy integer in a real rollout
     return {"score": 0.0, "acc": 0.0, "verdict": "none", "tests_passed": 0, "tests_total": 0, "pass_rate": 0.0,
-            "sandbox_error": 0, "has_code": 0, "extraction": "none", "tool_calls": tool_calls,
-            "num_turns": int(num_turns) if isinstance(num_turns, int | float) else 0,
+            "sandbox_error": 0, "has_code": 0, "extraction": "none", "error": "", "judge_s": 0.0,
+            "tool_calls": tool_calls, "num_turns": int(num_turns) if isinstance(num_turns, numbers.Real) else 0,
             **{k: 0 for k in VERDICT_KEYS}}
 
 
 def _score(out: dict[str, Any], result: dict[str, Any], score_mode: str, format_penalty: float,
            sandbox_error_score: float) -> dict[str, Any]:
     error = result.get("error") or {}
+    if error:
+        out["error"] = f"{error.get('type', 'Error')}: {error.get('message', '')}"[:300]
     if error.get("type") == "NoCodeFound":
         out.update(score=float(format_penalty), verdict="no_code")
         return out
@@ -96,7 +116,9 @@ def _score(out: dict[str, Any], result: dict[str, Any], score_mode: str, format_
     return out
 
 
-def _ground_truth(ground_truth: Any) -> Any:
+def tests_of(ground_truth: Any) -> Any:
+    """The tests in a dataset's ``reward_model.ground_truth`` (JSON text, a Python literal string, a
+    dict, or numpy arrays out of parquet), in a form `coderl.judge.to_spec` and the service read."""
     if isinstance(ground_truth, str):
         try:
             return json.loads(ground_truth)
@@ -108,28 +130,28 @@ def _ground_truth(ground_truth: Any) -> Any:
 
 
 async def _judge(url: str | list[str] | None, submissions: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    loop_id = id(asyncio.get_running_loop())
+    loop = asyncio.get_running_loop()
     if url:
         from coderl.client import SandboxClient
 
         urls = tuple(url) if isinstance(url, list | tuple) else tuple(u for u in str(url).split(",") if u)
-        key = (loop_id, urls)
-        if key not in _clients:
-            _clients[key] = SandboxClient(list(urls), retries=4)
-        return await _clients[key].judge(submissions)
-    return await _embedded_judge(loop_id, submissions)
+        clients = _clients.setdefault(loop, {})
+        if urls not in clients:
+            clients[urls] = SandboxClient(list(urls), retries=4)
+        return await clients[urls].judge(submissions)
+    return await _embedded_judge(loop, submissions)
 
 
-async def _embedded_judge(loop_id: int, submissions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+async def _embedded_judge(loop: asyncio.AbstractEventLoop, submissions: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """No URL: an engine in this process (small setups and tests; a service scales better)."""
     from coderl.judge import Judge, Submission
     from coderl.sandbox import Engine, Limits
 
-    if loop_id not in _embedded:
+    if loop not in _embedded:
         engine = Engine(slots=int(os.environ.get("CODERL_EMBEDDED_SLOTS", "2")))
         await engine.start()
-        _embedded[loop_id] = Judge(engine)
-    judge = _embedded[loop_id]
+        _embedded[loop] = Judge(engine)
+    judge = _embedded[loop]
     results = []
     for s in submissions:
         try:
