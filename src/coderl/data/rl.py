@@ -8,8 +8,6 @@ prompt, the normalised test schema as ground truth, and a seeded train/validatio
 
 from __future__ import annotations
 
-import json
-import random
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -18,23 +16,40 @@ from typing import Any
 from coderl.data.common import (
     BuildReport,
     Drop,
+    convert,
     normalise_statement,
     parse_json_field,
-    progress,
     read_rows,
+    seeded_split,
     write_parquet,
 )
 from coderl.data.prompts import tool_messages
-from coderl.errors import InvalidTestSpec
 from coderl.judge.formats import to_spec
+from coderl.judge.spec import TestSpec
 
 _GOLD = re.compile(r"^\s*```python\s*\n(.*)\n```\s*$", re.S)
 
 
-def rl_row(row: dict[str, Any], index: int, *, min_tests: int = 5) -> dict[str, Any]:
+def rl_record(data_source: str, statement: str, spec: TestSpec, problem_id: str, solution: str | None,
+              split: str = "train", index: int = 0) -> dict[str, Any]:
+    """One verl RL row, the shape every RL builder writes: the tool prompt, the normalised tests as
+    the reward's ground truth, and what verl's tool agent loop reads from extra_info."""
+    return {
+        "data_source": data_source,
+        "prompt": tool_messages(statement),
+        "ability": "code",
+        "reward_model": {"style": "rule", "ground_truth": spec.model_dump_json()},
+        # create_kwargs names the problem: parquet cannot store an empty struct, and the tool takes
+        # (and ignores) any create kwargs.
+        "extra_info": {"index": index, "split": split, "problem_id": problem_id,
+                       "tools_kwargs": {"code_interpreter": {"create_kwargs": {"problem_id": problem_id}}}},
+        "agent_name": "tool_agent",
+        "solution": solution or "",
+    }
+
+
+def rl_row(row: dict[str, Any], *, min_tests: int = 5) -> dict[str, Any]:
     """One PrimeIntellect row -> one verl RL row (raises Drop with the reason)."""
-    if "__malformed__" in row:
-        raise Drop("malformed line", row["__malformed__"])
     gold = row.get("gold_standard_solution")
     if not isinstance(gold, str) or not (match := _GOLD.match(gold)):
         raise Drop("gold solution is not a ```python block", str(gold)[:80])
@@ -48,64 +63,58 @@ def rl_row(row: dict[str, Any], index: int, *, min_tests: int = 5) -> dict[str, 
         raise Drop(f"fewer than {min_tests} tests", str(len(cases) if isinstance(cases, list) else cases))
     if not isinstance(cases[0], dict) or "input" not in cases[0] or "output" not in cases[0]:
         raise Drop("first test lacks input/output", str(cases[0])[:80])
-    try:
-        spec = to_spec(info, "primeintellect")
-    except InvalidTestSpec as exc:
-        raise Drop("tests unreadable", str(exc)) from None
+    spec = to_spec(info, "primeintellect")
     prompt = row.get("prompt")
     if not isinstance(prompt, str) or not prompt.strip():
         raise Drop("empty prompt", str(row.get("problem_id")))
-    problem_id = str(row.get("problem_id") or f"row{index}")
-    return {
-        "data_source": str(row.get("source") or "primeintellect"),
-        "prompt": tool_messages(prompt),
-        "ability": "code",
-        "reward_model": {"style": "rule", "ground_truth": spec.model_dump_json()},
-        "extra_info": {"index": index, "split": "", "problem_id": problem_id,
-                       "tools_kwargs": {"code_interpreter": {"create_kwargs": {"problem_id": problem_id}}}},
-        "agent_name": "tool_agent",
-        "solution": match.group(1),
-    }
+    return rl_record(str(row.get("source") or "primeintellect"), prompt, spec,
+                     str(row.get("problem_id") or ""), match.group(1))
+
+
+def evaluation_statements(source: str) -> list[str]:
+    """The statements to decontaminate against, from any problems file a builder wrote (or raw
+    LiveCodeBench rows): question_content, else the user turn of a chat prompt."""
+    out = []
+    for row in read_rows(source):
+        if not isinstance(row, dict):
+            continue
+        text = row.get("question_content") or row.get("prompt")
+        if isinstance(text, list):
+            text = next((m.get("content") for m in reversed(text) if isinstance(m, dict) and m.get("role") == "user"), "")
+        if isinstance(text, str) and text.strip():
+            out.append(text)
+    return out
 
 
 def build_rl(source: str, out_dir: str | Path, *, limit: int | None = None, val_fraction: float = 0.01,
              seed: int = 42, decontaminate: Iterable[str] = (), min_tests: int = 5) -> BuildReport:
+    """Write train.parquet and validation.parquet (+ report.json) under out_dir."""
     report = BuildReport("rl")
     banned = {normalise_statement(s) for s in decontaminate if s}
+    long_banned = [b for b in banned if len(b) > 200]  # long statements also match when embedded
     seen: set[str] = set()
     rows: list[dict[str, Any]] = []
-    for row in progress(read_rows(source, limit=limit), "rl"):
-        report.read += 1
-        try:
-            built = rl_row(row, report.read - 1, min_tests=min_tests)
-        except Drop as drop:
-            report.drop(drop.reason, drop.detail)
-            continue
-        key = normalise_statement(row["prompt"])
-        if key in banned or any(b and b in key for b in banned if len(b) > 200):
-            report.drop("matches an evaluation problem", row["prompt"][:80])
+    for built in convert(report, read_rows(source, limit=limit), lambda r: rl_row(r, min_tests=min_tests), "rl"):
+        statement = built["prompt"][-1]["content"]
+        key = normalise_statement(statement)
+        if key in banned or any(b in key for b in long_banned):
+            report.drop("matches an evaluation problem", statement[:80])
             continue
         if key in seen:
-            report.drop("exact duplicate", row["prompt"][:80])
+            report.drop("exact duplicate", statement[:80])
             continue
         seen.add(key)
+        if not built["extra_info"]["problem_id"]:
+            built["extra_info"]["problem_id"] = f"row{report.read - 1}"
+            built["extra_info"]["tools_kwargs"]["code_interpreter"]["create_kwargs"]["problem_id"] = f"row{report.read - 1}"
         rows.append(built)
     report.kept = len(rows)
     report.check_nonempty()
-    rng = random.Random(seed)
-    order = list(range(len(rows)))
-    rng.shuffle(order)
-    n_val = max(1, round(len(rows) * val_fraction)) if len(rows) > 1 else 0
-    val_ids = set(order[:n_val])
-    splits: dict[str, list[dict[str, Any]]] = {"train": [], "validation": []}
-    for i, r in enumerate(rows):
-        split = "validation" if i in val_ids else "train"
-        r["extra_info"]["split"] = split
-        r["extra_info"]["index"] = len(splits[split])
-        splits[split].append(r)
     out = Path(out_dir)
-    for split, split_rows in splits.items():
+    for split, split_rows in zip(("train", "validation"), seeded_split(rows, val_fraction, seed), strict=True):
+        for i, r in enumerate(split_rows):
+            r["extra_info"].update(split=split, index=i)
         if split_rows:
             report.outputs.append(write_parquet(split_rows, out / f"{split}.parquet"))
-    (out / "report.json").write_text(json.dumps(report.to_dict(), indent=2))
+    report.save(out)
     return report

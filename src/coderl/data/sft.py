@@ -10,11 +10,19 @@ and RL show the model the same tool. Every kept row must render with the chat te
 from __future__ import annotations
 
 import json
-import random
 from pathlib import Path
 from typing import Any
 
-from coderl.data.common import BuildReport, Drop, parse_json_field, progress, read_rows, write_parquet
+from coderl.data.common import (
+    BuildReport,
+    Drop,
+    convert,
+    parse_json_field,
+    read_rows,
+    seeded_split,
+    write_parquet,
+)
+from coderl.errors import BadRequest
 
 TOOL_NAME = "code_interpreter"
 
@@ -32,8 +40,7 @@ def tool_schema() -> dict[str, Any]:
 
 
 def sft_row(row: dict[str, Any]) -> dict[str, Any]:
-    if "__malformed__" in row:
-        raise Drop("malformed line", row["__malformed__"])
+    """One Open-AgentRL row -> ``{"messages", "tools"}`` (raises Drop with the reason)."""
     messages = parse_json_field(row.get("messages"), "messages")
     if not isinstance(messages, list) or not messages:
         raise Drop("no messages", str(messages)[:80])
@@ -41,9 +48,14 @@ def sft_row(row: dict[str, Any]) -> dict[str, Any]:
     for m in messages:
         if not isinstance(m, dict) or m.get("role") not in ("system", "user", "assistant", "tool"):
             raise Drop("unknown message role", str(m)[:80])
-        msg = {"role": m["role"], "content": m.get("content") or ""}
+        content = m.get("content") or ""
+        if not isinstance(content, str):
+            raise Drop("message content is not text", str(content)[:80])
+        msg: dict[str, Any] = {"role": m["role"], "content": content}
         calls = m.get("tool_calls")
         if calls:
+            if not isinstance(calls, list):
+                raise Drop("tool_calls is not a list", str(calls)[:80])
             msg["tool_calls"] = [_tool_call(c) for c in calls]
         out.append(msg)
     if not any(m.get("tool_calls") for m in out if m["role"] == "assistant"):
@@ -75,27 +87,23 @@ def _tool_call(call: Any) -> dict[str, Any]:
 
 def build_sft(source: str, out_dir: str | Path, *, tokenizer_path: str | None = None, limit: int | None = None,
               val_fraction: float = 0.02, seed: int = 42) -> BuildReport:
+    """Write train.parquet and validation.parquet (+ report.json) under out_dir."""
     report = BuildReport("sft")
     tokenizer = _tokenizer(tokenizer_path)
-    rows: list[dict[str, Any]] = []
-    for row in progress(read_rows(source, limit=limit), "sft"):
-        report.read += 1
-        try:
-            built = sft_row(row)
-            _render(tokenizer, built)
-        except Drop as drop:
-            report.drop(drop.reason, drop.detail)
-            continue
-        rows.append(built)
+
+    def build(row: dict[str, Any]) -> dict[str, Any]:
+        built = sft_row(row)
+        _render(tokenizer, built)
+        return built
+
+    rows = list(convert(report, read_rows(source, limit=limit), build, "sft"))
     report.kept = len(rows)
     report.check_nonempty()
-    random.Random(seed).shuffle(rows)
-    n_val = max(1, round(len(rows) * val_fraction)) if len(rows) > 1 else 0
     out = Path(out_dir)
-    report.outputs.append(write_parquet(rows[n_val:], out / "train.parquet"))
-    if n_val:
-        report.outputs.append(write_parquet(rows[:n_val], out / "validation.parquet"))
-    (out / "report.json").write_text(json.dumps(report.to_dict(), indent=2))
+    for split, split_rows in zip(("train", "validation"), seeded_split(rows, val_fraction, seed), strict=True):
+        if split_rows:
+            report.outputs.append(write_parquet(split_rows, out / f"{split}.parquet"))
+    report.save(out)
     return report
 
 
@@ -106,7 +114,13 @@ def _tokenizer(path: str | None) -> Any:
         from coderl.data.qwen_tokenizer import build_qwen_tokenizer
 
         path = str(build_qwen_tokenizer())
-    return AutoTokenizer.from_pretrained(path)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path)
+    except (OSError, ValueError) as exc:
+        raise BadRequest(f"cannot load a tokenizer from {path!r} ({type(exc).__name__})") from None
+    if not getattr(tokenizer, "chat_template", None):
+        raise BadRequest(f"the tokenizer at {path!r} has no chat template to render the rows with")
+    return tokenizer
 
 
 def _render(tokenizer: Any, row: dict[str, Any]) -> None:
