@@ -19,6 +19,7 @@ parse_common_args() {
 }
 
 # DEVICE (npu when torch_npu imports, else cuda) and N_GPUS (visible accelerators), unless set.
+# Call after parse_common_args: only a dry-run may go on without accelerators.
 detect_device() {
   if [ -z "${DEVICE:-}" ]; then
     if "$PYTHON" -c "import torch_npu" >/dev/null 2>&1; then DEVICE=npu; else DEVICE=cuda; fi
@@ -29,7 +30,14 @@ detect_device() {
     else
       N_GPUS=$("$PYTHON" -c "import torch; print(torch.cuda.device_count())" 2>/dev/null || echo 0)
     fi
-    [ "$N_GPUS" -gt 0 ] 2>/dev/null || N_GPUS=8   # a dry-run on a machine without accelerators plans for 8
+    if ! [ "$N_GPUS" -gt 0 ] 2>/dev/null; then
+      if [ "${DRY_RUN:-0}" = 1 ]; then
+        N_GPUS=8   # a dry-run on a machine without accelerators plans for one 8-card node
+      else
+        echo "error: no $DEVICE devices visible (set DEVICE=cuda|npu and N_GPUS=<count> if detection is wrong)" >&2
+        exit 1
+      fi
+    fi
   fi
   export DEVICE N_GPUS
 }
