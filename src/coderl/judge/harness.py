@@ -1,8 +1,8 @@
 """The Python programs the judge runs for each mode, and how it reads their answer.
 
-- ``stdio``: the submission as it is, after LiveCodeBench's prelude (the star-imports its judge
-  prepends, on one line so tracebacks keep their line numbers) and with big-integer printing
-  unlimited. It runs as a real ``__main__`` program with a real stdin, so ``for line in
+- ``stdio``: the submission as it is, in a namespace that already holds LiveCodeBench's prelude
+  (the star-imports its judge prepends, with big-integer printing unlimited; the runner loads it
+  once per submission, so line numbers in tracebacks are the submission's own). It runs as a real ``__main__`` program with a real stdin, so ``for line in
   sys.stdin``, ``sys.stdin.buffer`` and ``if __name__ == "__main__":`` all work (deliberate
   deviations from the official judge's mocks, see docs/judge.md).
 - ``function``: prelude, a prologue that reads this case's arguments and a per-submission nonce
@@ -28,15 +28,6 @@ import secrets
 from typing import Any
 
 from coderl.judge.spec import TestSpec
-
-PRELUDE = (
-    "from string import *; from re import *; from datetime import *; from collections import *; "
-    "from heapq import *; from bisect import *; from copy import *; from math import *; from random import *; "
-    "from statistics import *; from itertools import *; from functools import *; from operator import *; "
-    "from io import *; from sys import *; from json import *; from builtins import *; from typing import *; "
-    "import string, re, datetime, collections, heapq, bisect, copy, math, random, statistics, itertools, "
-    "functools, operator, io, sys, json; sys.setrecursionlimit(50000); sys.set_int_max_str_digits(0)\n"
-)
 
 # The prologue runs before the submission and captures the builtins the epilogue needs, so a
 # submission that monkeypatches builtins/modules (compile, exec, hashlib, sys.settrace, ...)
@@ -104,14 +95,14 @@ def signature(nonce: str) -> str:
     return hashlib.sha256((nonce + ":ok").encode()).hexdigest()
 
 
-def program(spec: TestSpec, code: str, *, prelude: bool = True) -> str:
-    """The Python source to run for every case of ``spec``."""
-    head = PRELUDE if prelude else ""
+def program(spec: TestSpec, code: str) -> str:
+    """The Python source to run for every case of ``spec`` (the prelude is not part of it: the
+    engine loads it, see `coderl.sandbox.Program.prelude`)."""
     if spec.mode == "stdio":
-        return head + code
+        return code
     if spec.mode == "function":
-        return head + _PROLOGUE + code + "\n" + _FUNCTION_EPILOGUE
-    return head + _PROLOGUE + spec.setup_code + code + "\n" + _ASSERT_EPILOGUE
+        return _PROLOGUE + code + "\n" + _FUNCTION_EPILOGUE
+    return _PROLOGUE + spec.setup_code + code + "\n" + _ASSERT_EPILOGUE
 
 
 def case_stdin(spec: TestSpec, index: int, nonce: str) -> bytes:

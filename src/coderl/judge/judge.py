@@ -55,7 +55,8 @@ class Judge:
         if spec.mode != "stdio" and language != "python":
             raise BadRequest(f"{spec.mode} tests are judged for python only, not {language}")
         nonce = harness.new_nonce()
-        source = harness.program(spec, code, prelude=sub.prelude) if language == "python" else code
+        python = language == "python"
+        source = harness.program(spec, code) if python else code
         inputs = [harness.case_stdin(spec, i, nonce) for i in range(len(spec.cases))]
 
         verdicts: dict[int, CaseResult] = {}
@@ -66,7 +67,7 @@ class Judge:
             verdicts[index] = self._case(spec, index, result, nonce)
             return sub.stop_on_first_failure and verdicts[index].verdict is not Verdict.ACCEPTED
 
-        ex = await self.engine.execute(Program(language, source), inputs, sub.limits, stop=stop,
+        ex = await self.engine.execute(Program(language, source, prelude=python and sub.prelude), inputs, sub.limits, stop=stop,
                                        total_time_s=sub.total_time_s)
         base = dict(isolation=ex.isolation, code=code, language=language, extraction_rule=rule)
         if ex.compile is not None and not ex.compile.ok:

@@ -15,7 +15,7 @@ import os
 import time
 from collections.abc import Callable, Sequence
 
-from coderl.errors import IsolationUnavailable, SlotFailure
+from coderl.errors import BadRequest, IsolationUnavailable, SlotFailure
 from coderl.sandbox import isolation, languages, seccomp
 from coderl.sandbox.cgroups import CgroupManager
 from coderl.sandbox.languages import Language, LanguageInfo
@@ -129,6 +129,10 @@ class Engine:
         source_name, source = lang.source_for(program.source)
         files = {**program.files, source_name: source.encode("utf-8", "surrogateescape")}
         recipe = lang.recipe(source_name, limits.memory_mb)
+        if program.prelude:
+            if not recipe["warm_python"]:
+                raise BadRequest(f"a prelude is for Python programs, not {lang.name}")
+            recipe["prelude"] = True
         overhead = lang.memory_overhead_mb
 
         done: list[RunResult] = []

@@ -19,11 +19,14 @@ def check_paths(paths: Iterable[str]) -> None:
 
 @dataclass(frozen=True)
 class Program:
-    """What to run: source in a language, plus extra files placed next to it."""
+    """What to run: source in a language, plus extra files placed next to it. ``prelude`` (Python
+    only): run in a namespace that already holds LiveCodeBench's star-imports
+    (`coderl.sandbox.runner.LCB_PRELUDE`), loaded once per submission instead of once per test."""
 
     language: str
     source: str
     files: dict[str, bytes] = field(default_factory=dict)
+    prelude: bool = False
 
     def __post_init__(self) -> None:
         check_paths(self.files)

@@ -26,6 +26,7 @@ read-only fd, so the runner itself can tell an out-of-memory kill from other dea
 from __future__ import annotations
 
 # Pre-imported so a forked Python child finds them warm (the LiveCodeBench prelude imports most).
+import atexit
 import bisect  # noqa: F401
 import builtins
 import collections  # noqa: F401
@@ -37,6 +38,7 @@ import errno
 import fractions  # noqa: F401
 import functools  # noqa: F401
 import gc
+import hashlib  # noqa: F401 - the judge's function/assert harness imports it in every child
 import heapq  # noqa: F401
 import io
 import itertools  # noqa: F401
@@ -45,7 +47,7 @@ import marshal
 import math  # noqa: F401
 import operator  # noqa: F401
 import os
-import random
+import random  # noqa: F401 - reseeds itself in every forked child, as a new interpreter would be seeded
 import re  # noqa: F401
 import resource
 import select
@@ -57,9 +59,25 @@ import struct
 import sys
 import time
 import traceback
+import types
 import typing  # noqa: F401
 
 PROTO_IN, PROTO_OUT = 10, 11
+# LiveCodeBench's prelude: the star-imports its judge puts before every Python program. A recipe
+# asks for it with ``"prelude": true``; the runner then runs it once per submission into the
+# namespace every child starts from (never per test: it costs more than a trivial program). Only
+# this constant is ever run in the runner: a request names no code of its own here.
+LCB_PRELUDE = (
+    "from string import *; from re import *; from datetime import *; from collections import *; "
+    "from heapq import *; from bisect import *; from copy import *; from math import *; from random import *; "
+    "from statistics import *; from itertools import *; from functools import *; from operator import *; "
+    "from io import *; from sys import *; from json import *; from builtins import *; from typing import *; "
+    "import string, re, datetime, collections, heapq, bisect, copy, math, random, statistics, itertools, "
+    "functools, operator, io, sys, json; sys.setrecursionlimit(50000); sys.set_int_max_str_digits(0)\n"
+)
+DEFAULT_RECURSION_LIMIT = sys.getrecursionlimit()
+DEFAULT_MAX_STR_DIGITS = sys.get_int_max_str_digits()
+FULL_COLLECTION_EVERY = 64  # prepares between full collections (frozen cycles are never collected)
 HEADER = struct.Struct(">I")
 MAX_HEADER = 16 * 1024 * 1024
 STATUS_MEMORY_ERROR = b"M"
@@ -110,8 +128,12 @@ class WorkDir:
 
     def wipe(self) -> None:
         for d in [self.root, *self.scratch]:
-            os.makedirs(d, exist_ok=True)
-            for name in os.listdir(d):
+            try:
+                names = os.listdir(d)
+            except FileNotFoundError:  # only without isolation can a program remove it
+                os.makedirs(d)
+                continue
+            for name in names:
                 path = os.path.join(d, name)
                 try:
                     if os.path.isdir(path) and not os.path.islink(path):
@@ -125,11 +147,13 @@ class WorkDir:
         self.wipe()
         for rel, data in [*self.files.items(), *extra.items()]:
             path = self.path(rel)
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            with open(path, "wb") as fh:
-                fh.write(data)
-            if rel in self.executables:
-                os.chmod(path, 0o755)
+            if "/" in rel:
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o755 if rel in self.executables else 0o644)
+            try:
+                _write_all(fd, data)
+            finally:
+                os.close(fd)
 
     def path(self, rel: str) -> str:
         norm = os.path.normpath(os.path.join(self.root, rel))
@@ -163,10 +187,15 @@ def _make_writable_and_retry(func, path, _exc) -> None:  # type: ignore[no-untyp
 class Runner:
     def __init__(self, box: str, scratch: list[str], pid_namespace: bool, oom_fd: int | None = None) -> None:
         self.oom_fd = oom_fd
+        self.oom_kills = oom_kills(oom_fd)  # the slot cgroup's count after the last run
         self.work = WorkDir(box, scratch)
         self.pid_namespace = pid_namespace
         self.recipe: dict = {}
         self.code = None  # compiled Python code object, for warm runs
+        self.main: types.ModuleType | None = None  # the namespace each Python child runs in
+        self.argv: list[str] = []
+        self.streams = _child_streams()
+        self.prepares = 0
         self.prepared = False
 
     # -- requests
@@ -175,8 +204,14 @@ class Runner:
         names = header["files"]
         self.work.files = dict(zip(names, blobs, strict=True))
         self.work.executables = set()
-        self.code = None
+        self.code = self.main = None
         self.prepared = False
+        self.prepares += 1
+        if self.prepares % FULL_COLLECTION_EVERY == 0:
+            gc.unfreeze()
+            gc.collect()
+        sys.setrecursionlimit(DEFAULT_RECURSION_LIMIT)  # a prelude raised them for the last submission
+        sys.set_int_max_str_digits(DEFAULT_MAX_STR_DIGITS)
         limits = header["limits"]
         if self.recipe.get("warm_python"):
             reply, blobs = self._compile_python(limits)
@@ -185,7 +220,7 @@ class Runner:
         if not self.recipe.get("compile"):
             self.prepared = True
             return {"ok": True}, []
-        record, out, err = self._spawn(self.recipe["compile"], b"", {}, limits, keep_files=True)
+        record, out, err = self._spawn(self.recipe["compile"], b"", {}, limits)
         ok = record["status"] == "ok" and record["exit_code"] == 0
         if ok:
             for rel in self.recipe.get("artifacts", []):
@@ -221,7 +256,7 @@ class Runner:
             except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError) as exc:
                 msg = "".join(traceback.format_exception_only(type(exc), exc)).encode("utf-8", "replace")
                 return {"ok": False, "run": _compile_record("runtime_error", time.monotonic() - started)}, [b"", msg]
-            gc.freeze()  # the forked children's collector will not touch (and so copy) these pages
+            self._load_main(filename)
             return {"ok": True, "run": _compile_record("ok", time.monotonic() - started)}, [b"", b""]
 
         def compile_child(_status_fd: int) -> None:
@@ -232,15 +267,35 @@ class Runner:
                 msg = "".join(traceback.format_exception_only(type(exc), exc))
                 _write_all(1, b"E" + msg.encode("utf-8", "replace"))
 
-        record, out, err = self._spawn(None, b"", {}, limits, keep_files=True, target=compile_child)
+        record, out, err = self._spawn(None, b"", {}, limits, target=compile_child)
         if record["status"] == "ok" and out.startswith(b"C"):
             self.code = marshal.loads(out[1:])
-            gc.freeze()
+            self._load_main(filename)
             self.work.wipe()
             return {"ok": True, "run": record}, [b"", b""]
         self.work.wipe()
         message = out[1:] if out.startswith(b"E") else err
         return {"ok": False, "run": record}, [b"", message]
+
+    def _load_main(self, filename: str) -> None:
+        """The ``__main__`` module every child of this submission starts from, with the prelude
+        already run when the recipe asks for it. Its ``from sys import *`` binds ``stdin``,
+        ``stdout``, ``stderr`` and ``argv``, so they are swapped for the very objects a child
+        gets as ``sys.stdin`` etc. while it runs. Then everything is frozen, so that the children's
+        collector does not touch (and so copy) these pages."""
+        main = types.ModuleType("__main__")
+        main.__dict__.update(__file__=filename, __builtins__=builtins)
+        argv = [filename]
+        if self.recipe.get("prelude"):
+            saved = sys.stdin, sys.stdout, sys.stderr, sys.argv
+            sys.stdin, sys.stdout, sys.stderr = self.streams
+            sys.argv = argv
+            try:
+                exec(_PRELUDE_CODE, main.__dict__)  # noqa: S102 - our constant, see LCB_PRELUDE
+            finally:
+                sys.stdin, sys.stdout, sys.stderr, sys.argv = saved
+        self.main, self.argv = main, argv
+        gc.freeze()
 
     def run_batch(self, header: dict, blobs: list[bytes]) -> tuple[dict, list[bytes]]:
         """Run every input in order, streaming one result frame each; a ``stop`` frame from the
@@ -278,20 +333,12 @@ class Runner:
 
     # -- the Python child: run the warm code object as __main__
     def _python_child(self, status_fd: int) -> None:
-        import types
-
-        main = types.ModuleType("__main__")
-        main.__dict__.update(__file__="/box/" + self.recipe["source"], __builtins__=builtins)
+        main = self.main
+        assert main is not None
         sys.modules["__main__"] = main
-        sys.argv = ["/box/" + self.recipe["source"]]
-        random.seed()  # a fresh seed per run, as a new interpreter would have
-        sys.stdin = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)),
-                                     encoding="utf-8", errors="surrogateescape")
-        sys.stdout = io.TextIOWrapper(io.BufferedWriter(io.FileIO(1, "w", closefd=False)),
-                                      encoding="utf-8", errors="surrogateescape")
-        sys.stderr = io.TextIOWrapper(io.BufferedWriter(io.FileIO(2, "w", closefd=False)),
-                                      encoding="utf-8", errors="backslashreplace", line_buffering=True)
-        sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr
+        sys.argv = self.argv
+        sys.stdin, sys.stdout, sys.stderr = self.streams
+        sys.__stdin__, sys.__stdout__, sys.__stderr__ = self.streams
         code = 0
         try:
             exec(self.code, main.__dict__)  # noqa: S102 - this is the sandboxed program
@@ -308,8 +355,6 @@ class Runner:
             threading = sys.modules.get("threading")
             if threading is not None:
                 threading._shutdown()  # type: ignore[attr-defined]
-            import atexit
-
             atexit._run_exitfuncs()
         except SystemExit as exc:
             code = _exit_code(exc)
@@ -323,29 +368,21 @@ class Runner:
         os._exit(code)
 
     # -- fork, feed, watch, reap
-    def _spawn(self, argv, stdin: bytes, files: dict, limits: dict, *, keep_files: bool = False,
-               target=None, fetch=()) -> tuple[dict, bytes, bytes]:  # type: ignore[no-untyped-def]
-        if keep_files:
-            self.work.wipe()
-            for rel, data in self.work.files.items():
-                path = self.work.path(rel)
-                os.makedirs(os.path.dirname(path), exist_ok=True)
-                with open(path, "wb") as fh:
-                    fh.write(data)
-        else:
-            self.work.materialise(files)
+    def _spawn(self, argv, stdin: bytes, files: dict, limits: dict, *, target=None,
+               fetch=()) -> tuple[dict, bytes, bytes]:  # type: ignore[no-untyped-def]
+        self.work.materialise(files)
+        rlimits = _child_rlimits(limits, self.pid_namespace)
         in_fd = os.memfd_create("stdin", 0)
         _write_all(in_fd, stdin)
         os.lseek(in_fd, 0, os.SEEK_SET)
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         st_r, st_w = os.pipe()
-        oom_before = _oom_kills(self.oom_fd)
         start = time.monotonic()
         pid = os.fork()
         if pid == 0:  # child
             try:
-                self._become_child(in_fd, out_w, err_w, st_w, limits)
+                self._become_child(in_fd, out_w, err_w, st_w, rlimits)
                 if target is not None:
                     target(3)
                     os._exit(0)
@@ -363,15 +400,18 @@ class Runner:
         if record["status"] == "runtime_error" and any(m.encode() in err for m in markers):
             record["status"] = "memory_limit"
             record["message"] = f"memory limit {limits['memory_mb']} MiB exceeded (runtime out of heap)"
-        if _oom_kills(self.oom_fd) > oom_before and record["status"] != "ok":
+        kills = oom_kills(self.oom_fd)
+        if kills > self.oom_kills and record["status"] != "ok":
             record["status"] = "memory_limit"
             record["message"] = f"memory limit {limits['memory_mb']} MiB exceeded (out-of-memory kill)"
+        self.oom_kills = kills
         if fetch:
             record["fetched"] = self.work.fetch(list(fetch))
         self._kill_everything(pid)
         return record, out, err
 
-    def _become_child(self, in_fd: int, out_w: int, err_w: int, st_w: int, limits: dict) -> None:
+    def _become_child(self, in_fd: int, out_w: int, err_w: int, st_w: int,
+                      rlimits: list[tuple[int, tuple[int, int]]]) -> None:
         try:  # the OOM killer must pick the program, never the runner (raising it needs no privilege)
             fd = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
             os.write(fd, b"1000")
@@ -385,20 +425,12 @@ class Runner:
         os.dup2(err_w, 2)
         os.dup2(st_w, 3)
         os.closerange(4, 65536)
-        for sig in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGTERM, signal.SIGCHLD):
+        for sig in _DEFAULT_SIGNALS:
             signal.signal(sig, signal.SIG_DFL)
-        signal.pthread_sigmask(signal.SIG_SETMASK, [])
+        signal.pthread_sigmask(signal.SIG_SETMASK, ())
         os.chdir(self.work.root)
-        cpu = max(1, int(limits["cpu_s"] + 0.999))
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
-        fsize = limits["file_size_kb"] * 1024
-        resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
-        resource.setrlimit(resource.RLIMIT_NOFILE, (limits["open_files"], limits["open_files"]))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        stack = min(limits["memory_mb"], 1024) * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_STACK, (stack, stack))
-        if self.pid_namespace:  # one uid per namespace: NPROC counts only this slot's processes
-            resource.setrlimit(resource.RLIMIT_NPROC, (limits["max_processes"],) * 2)
+        for which, limit in rlimits:
+            resource.setrlimit(which, limit)
 
     def _watch(self, pid: int, out_r: int, err_r: int, st_r: int, limits: dict,
                start: float) -> tuple[dict, bytes, bytes]:
@@ -510,6 +542,56 @@ class Runner:
             _kill(pid, True)
 
 
+_DEFAULT_SIGNALS = (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGTERM, signal.SIGCHLD)
+
+
+def _child_rlimits(limits: dict, pid_namespace: bool) -> list[tuple[int, tuple[int, int]]]:
+    """The rlimits a child sets on itself (worked out in the runner, so the child does less)."""
+    cpu = max(1, int(limits["cpu_s"] + 0.999))
+    fsize = limits["file_size_kb"] * 1024
+    stack = min(limits["memory_mb"], 1024) * 1024 * 1024
+    rlimits = [(resource.RLIMIT_CPU, (cpu, cpu + 1)), (resource.RLIMIT_FSIZE, (fsize, fsize)),
+               (resource.RLIMIT_NOFILE, (limits["open_files"], limits["open_files"])),
+               (resource.RLIMIT_CORE, (0, 0)), (resource.RLIMIT_STACK, (stack, stack))]
+    if pid_namespace:  # one uid per namespace: NPROC counts only this slot's processes
+        rlimits.append((resource.RLIMIT_NPROC, (limits["max_processes"],) * 2))
+    return rlimits
+
+
+_PRELUDE_CODE = compile(LCB_PRELUDE, "<prelude>", "exec", dont_inherit=True)
+
+
+def _child_streams() -> tuple[io.TextIOWrapper, io.TextIOWrapper, io.TextIOWrapper]:
+    """sys.stdin/stdout/stderr for the Python children, made once (not per test). They are made
+    while fds 0-2 are what a child's are (a memfd, then pipes), because the io objects cache
+    whether their fd can seek; the runner never reads or writes through them, so every child
+    inherits them empty, and in the child they reach its own fds 0-2."""
+    saved = [os.dup(fd) for fd in (0, 1, 2)]
+    stdin_fd = os.memfd_create("stdin", 0)
+    pipe_r, pipe_w = os.pipe()
+    try:
+        os.dup2(stdin_fd, 0)
+        os.dup2(pipe_w, 1)
+        os.dup2(pipe_w, 2)
+        streams = (
+            io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)),
+                             encoding="utf-8", errors="surrogateescape"),
+            io.TextIOWrapper(io.BufferedWriter(io.FileIO(1, "w", closefd=False)),
+                             encoding="utf-8", errors="surrogateescape"),
+            io.TextIOWrapper(io.BufferedWriter(io.FileIO(2, "w", closefd=False)),
+                             encoding="utf-8", errors="backslashreplace", line_buffering=True),
+        )
+        for stream in streams:
+            stream.buffer.raw.seekable()  # cached now, for the fd kinds above
+    finally:
+        for fd, old in zip((0, 1, 2), saved, strict=True):
+            os.dup2(old, fd)
+            os.close(old)
+        for fd in (stdin_fd, pipe_r, pipe_w):
+            os.close(fd)
+    return streams
+
+
 def _status(record: dict, killed_for: str | None, limits: dict) -> str:
     """Turn the raw facts into one status, in isolate's order: limits first, then the exit."""
     sig = record["signal"]
@@ -555,8 +637,9 @@ def _stop_requested() -> bool:
     return header.get("op") == "stop"
 
 
-def _oom_kills(fd: int | None) -> int:
-    """The slot cgroup's OOM-kill counter, read through an fd the engine passed in."""
+def oom_kills(fd: int | None) -> int:
+    """A cgroup's OOM-kill counter (``oom_kill N`` in memory.events or memory.oom_control), read
+    through an open fd: the runner's is passed in by the engine, the engine keeps its own."""
     if fd is None:
         return 0
     try:

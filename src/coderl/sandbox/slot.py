@@ -22,7 +22,7 @@ from coderl.sandbox import isolation, seccomp
 from coderl.sandbox.cgroups import CgroupManager, SlotCgroup
 from coderl.sandbox.program import RunInput
 from coderl.sandbox.result import CompileResult, Limits, RunResult, RunStatus
-from coderl.sandbox.runner import HEADER, MAX_HEADER, encode_frame
+from coderl.sandbox.runner import HEADER, MAX_HEADER, encode_frame, oom_kills
 
 _START_TIMEOUT_S = 20.0
 _PROTOCOL_GRACE_S = 10.0  # on top of a run's own wall limit before we call the runner hung
@@ -50,6 +50,7 @@ class Slot:
         self._tmp: str | None = None
         self.healthy = False
         self.uses_cgroup_memory = False
+        self._oom_fd: int | None = None  # our own fd on the cgroup's OOM counter
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
@@ -60,6 +61,8 @@ class Slot:
         pass_fds: tuple[int, ...] = ()
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
         oom_fd = os.open(self.cgroup.oom_counter_file, os.O_RDONLY) if self.cgroup else None
+        if self.cgroup is not None and self._oom_fd is None:
+            self._oom_fd = os.open(self.cgroup.oom_counter_file, os.O_RDONLY)
         if oom_fd is not None:
             pass_fds += (oom_fd,)
         if cfg.isolation == "bwrap":
@@ -118,6 +121,9 @@ class Slot:
         if self._tmp is not None:
             shutil.rmtree(self._tmp, ignore_errors=True)
             self._tmp = None
+        if self._oom_fd is not None:
+            os.close(self._oom_fd)
+            self._oom_fd = None
 
     async def remove(self) -> None:
         await self.stop()
@@ -149,9 +155,11 @@ class Slot:
             batch = {"op": "run_batch", "budget_s": budget_s,
                      "runs": [{"files": list(r.files), "fetch": list(r.fetch)} for r in runs]}
             batch_blobs = [b for r in runs for b in (r.stdin, *r.files.values())]
-            await self._send(prepare, list(files.values()))
-            if pipelined:
-                await self._send({**batch, "limits": self._wire_limits(limits, memory_overhead_mb)}, batch_blobs)
+            if pipelined:  # one write, one wake-up of the runner
+                await self._send(prepare, list(files.values()),
+                                 ({**batch, "limits": self._wire_limits(limits, memory_overhead_mb)}, batch_blobs))
+            else:
+                await self._send(prepare, list(files.values()))
             reply, blobs = await self._receive(compile_limits.wall_s + _PROTOCOL_GRACE_S)
             compiled = CompileResult(ok=bool(reply["ok"]), run=self._run_result(reply["run"], *blobs)) \
                 if "run" in reply else None
@@ -181,16 +189,7 @@ class Slot:
         return compiled, results  # type: ignore[return-value]
 
     def _oom_kills(self) -> int:
-        if self.cgroup is None:
-            return 0
-        try:
-            text = self.cgroup.oom_counter_file.read_text()
-        except OSError:
-            return 0
-        for line in text.splitlines():
-            if line.startswith("oom_kill "):
-                return int(line.split()[1])
-        return 0
+        return oom_kills(self._oom_fd)
 
     def _wire_limits(self, limits: Limits, memory_overhead_mb: int) -> dict:
         effective_mb = limits.memory_mb + memory_overhead_mb
@@ -213,12 +212,16 @@ class Slot:
             stderr_truncated=reply.get("stderr_truncated", False), message=reply.get("message", ""),
             files=files)
 
-    async def _send(self, header: dict, blobs: list[bytes]) -> None:
+    async def _send(self, header: dict, blobs: list[bytes], then: tuple[dict, list[bytes]] | None = None) -> None:
+        """Write a frame (and the frame ``then``, in the same write)."""
         proc = self._proc
         if proc is None or proc.stdin is None or not self.healthy:
             raise SlotFailure(f"slot {self.index} is not running")
+        data = encode_frame(header, blobs)
+        if then is not None:
+            data += encode_frame(*then)
         try:
-            proc.stdin.write(encode_frame(header, blobs))
+            proc.stdin.write(data)
             await proc.stdin.drain()
         except (OSError, RuntimeError) as exc:  # uvloop raises RuntimeError on a closed pipe
             self.healthy = False
