@@ -106,3 +106,33 @@ def test_infinite_loop_catching_base_exception_is_time_limit(judge):
     code = "def add(a, b):\n    while True:\n        try:\n            pass\n        except BaseException:\n            pass\n"
     res = judge(py(code, FUNC, limits=Limits(cpu_s=1, wall_s=3)))
     assert res.verdict is Verdict.TIME_LIMIT
+
+
+# The harness's nonce lives in the program's process; a program that knows the harness can read it
+# and forge the completion signal. For `expr == literal` asserts that gains nothing: the literal
+# never enters the sandbox and the reported values are compared outside.
+NONCE_THIEF = ("import os, hashlib\n"
+               "_data = __coderl_case()[0]\n"
+               "_sig = hashlib.sha256((_data['n'] + ':ok').encode()).hexdigest()\n"
+               "{reports}"
+               "os.write(1, ('\\n' + _sig + '\\n').encode())\n"
+               "os._exit(0)\n"
+               "def add(a, b):\n    return 0\n")
+
+
+def test_stolen_nonce_does_not_forge_an_assert_pass(judge):
+    res = judge(py(NONCE_THIEF.format(reports=""), ASSERT))
+    assert res.verdict is Verdict.WRONG_ANSWER and "did not run" in res.cases[0].message
+
+
+def test_stolen_nonce_and_test_code_do_not_reveal_the_expected_values(judge):
+    """The test code the program can read holds no literal; forged reports must guess the value."""
+    spy = NONCE_THIEF.format(reports="os.write(1, _data['c'].encode())\nos.write(1, ('\\n' + _sig + ' E 0 0\\n').encode())\n")
+    res = judge(py(spy, {"mode": "assert", "cases": [{"code": "assert add(1, 2) == 3, 'expected 3'"}]}))
+    assert res.verdict is Verdict.WRONG_ANSWER and "expected 3, got 0" in res.cases[0].message
+    shown = res.cases[0].run.stdout.decode()
+    assert "__coderl_emit(0, add(1, 2))" in shown and "3" not in shown.replace(_sig_of(shown), "")
+
+
+def _sig_of(stdout: str) -> str:
+    return next(line.split()[0] for line in stdout.splitlines() if " E 0 " in line)

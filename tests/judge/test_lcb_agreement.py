@@ -143,3 +143,35 @@ def test_deliberate_deviation(judge, name, code):
     batch = [{"tests": {**STDIO["sum"], "fn_name": None}, "code": code, "id": name}]
     assert official(batch) != ["accepted"]
     assert ours(judge, batch) == ["accepted"]
+
+
+# Deliberate deviations in function mode (docs/judge.md says why), each against the official judge.
+FUNCTION_DEVIATIONS = [
+    # LeetCode serialises a returned tuple as a JSON array at any depth; the official judge turns
+    # only the top level into a list, so [(5, 6)] != [[5, 6]] there.
+    ("nested tuple", "nest", "class Solution:\n    def nest(self, x):\n        return [(x, x + 1)]", "accepted"),
+    # The official judge looks for the substring "class Solution" anywhere, comments included.
+    ("'class Solution' in a comment", "nest",
+     "# no class Solution here\ndef nest(x):\n    return [[x, x + 1]]", "accepted"),
+    # A value JSON cannot carry is not plain data here, even when Python's == says equal.
+    ("Fraction equal to an int", "one", "from fractions import Fraction\ndef one(x):\n    return Fraction(x, x)",
+     "wrong_answer"),
+]
+FUNCTION_DEVIATION_TESTS = {"nest": {"inputs": ["5"], "outputs": ["[[5, 6]]"]}, "one": {"inputs": ["7"], "outputs": ["1"]}}
+
+
+@pytest.mark.parametrize("name,fn,code,expected", FUNCTION_DEVIATIONS, ids=[d[0] for d in FUNCTION_DEVIATIONS])
+def test_deliberate_function_deviation(judge, name, fn, code, expected):
+    batch = [{"tests": {**FUNCTION_DEVIATION_TESTS[fn], "fn_name": fn}, "code": code, "id": name}]
+    assert official(batch) != [expected]
+    assert ours(judge, batch) == [expected]
+
+
+def test_wall_clock_sleep_within_the_wall_limit_is_not_a_time_limit(judge):
+    """The official judge's per-test alarm is wall time; ours limits CPU time and gives wall time
+    slack (a loaded machine must not turn slow scheduling into time limits)."""
+    batch = [{"tests": {**STDIO["sum"], "fn_name": None}, "id": "sleep",
+              "code": "import time\ntime.sleep(2.5)\na, b = map(int, input().split())\nprint(a + b)"}]
+    assert official(batch) == ["time_limit"]
+    assert ours(judge, batch) == ["accepted"]
+

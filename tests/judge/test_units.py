@@ -139,3 +139,27 @@ def test_public_surface_is_sorted_and_importable():
 
     assert coderl.judge.__all__ == sorted(coderl.judge.__all__)
     assert all(hasattr(coderl.judge, name) for name in coderl.judge.__all__)
+
+
+def test_split_asserts_keeps_literals_outside():
+    from coderl.judge.asserts import Reports, check_reports, split_asserts
+
+    def reports(values, failed=False):
+        return Reports(values, failed)
+
+    split = split_asserts("def check(candidate):\n    assert candidate(1) == [1, (2, 3)], 'msg 42'\n"
+                          "    assert 'x' == candidate(2)\n    assert candidate(3)\n    assert candidate(4) == y\n"
+                          "check(f)\n")
+    assert split.expected == ([1, (2, 3)], "x")
+    assert "__coderl_emit(0, candidate(1))" in split.code and "__coderl_emit(1, candidate(2))" in split.code
+    assert "msg 42" not in split.code and "assert candidate(3)" in split.code and "== y" in split.code
+    assert check_reports(reports({0: ["[1, (2, 3)]"], 1: ["'x'", "'x'"]}), split.expected) == (True, "")
+    assert not check_reports(reports({0: ["[1, [2, 3]]"], 1: ["'x'"]}), split.expected)[0]  # a list is not a tuple
+    assert check_reports(reports({0: ["[1, (2, 3)]"]}), split.expected) == (False, "assert #2 did not run")
+    assert not check_reports(reports({0: ["<object at 0x1>"], 1: ["'x'"]}), split.expected)[0]
+    assert check_reports(reports({0: ["[1.0, (2, 3)]"], 1: ["'x'"]}), split.expected)[0]  # Python equality: 1.0 == 1
+    ok_values = {0: ["[1, (2, 3)]"], 1: ["'x'"]}
+    assert check_reports(reports(ok_values, failed=True), split.expected) == (False, "an assert of the tests failed")
+    unparsable = "assert f(1) ==\n"
+    assert split_asserts(unparsable).code == unparsable and split_asserts(unparsable).expected == ()
+    assert split_asserts("assert 1 == 1").expected == ()  # nothing to report: both sides literal

@@ -91,3 +91,17 @@ def test_function_mode_conventions(judge):
     exact = {**floats, "compare": {}}
     assert judge(py("def f():\n    return [0.1 + 0.2]\n", exact)).verdict is Verdict.WRONG_ANSWER
     assert judge(py("def f():\n    return {1, 2}\n", exact)).verdict is Verdict.WRONG_ANSWER  # a set is not data
+
+
+def test_failed_asserts_are_wrong_answers_and_the_programs_own_are_runtime_errors(judge):
+    spec = {"mode": "assert", "cases": [{"code": "assert add(1, 2) == 3"},  # compared outside
+                                        {"code": "y = 4\nassert add(2, 2) == y"},  # kept in the sandbox
+                                        {"code": "assert abs(add(0.1, 0.2) - 0.3) < 1e-9"}]}
+    right = judge(py("def add(a, b):\n    return a + b\n", spec, stop_on_first_failure=False))
+    assert [c.verdict for c in right.cases] == [Verdict.ACCEPTED] * 3
+    wrong = judge(py("def add(a, b):\n    return a - b\n", spec, stop_on_first_failure=False))
+    assert [c.verdict for c in wrong.cases] == [Verdict.WRONG_ANSWER] * 3
+    assert wrong.cases[0].message == "assert #1: expected 3, got -1"
+    assert wrong.cases[1].message == "an assert of the tests failed"
+    own = judge(py("def add(a, b):\n    assert a > 5, 'mine'\n    return a + b\n", spec, stop_on_first_failure=False))
+    assert [c.verdict for c in own.cases] == [Verdict.RUNTIME_ERROR] * 3

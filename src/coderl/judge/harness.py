@@ -27,6 +27,7 @@ import json
 import secrets
 from typing import Any
 
+from coderl.judge.asserts import SplitTest
 from coderl.judge.spec import TestSpec
 
 # The prologue runs before the submission and captures the builtins the epilogue needs, so a
@@ -38,7 +39,7 @@ _PROLOGUE = (
     "    import builtins as _b, hashlib as _h, json as _j, os as _o, sys as _s\n"
     "    _data = _j.loads(_s.stdin.readline())\n"
     "    _tools = (_b.exec, _b.compile, _h.sha256, _o.write, _s.settrace, _s.setprofile, _j.dumps,\n"
-    "              _b.isinstance, _b.type, _b.list, _b.tuple, _b.getattr, _b.hasattr, _b.TypeError, _s)\n"
+    "              _b.isinstance, _b.type, _b.list, _b.tuple, _b.getattr, _b.hasattr, _b.TypeError, _b.repr, _s)\n"
     "    return lambda: (_data, _tools)\n"
     "__coderl_case = __coderl_prologue(); del __coderl_prologue\n"
 )
@@ -46,7 +47,7 @@ _PROLOGUE = (
 _FUNCTION_EPILOGUE = """
 def __coderl_epilogue(_case, _g=globals()):
     _data, (_exec, _compile, _sha256, _write, _settrace, _setprofile, _dumps,
-            _isinstance, _type, _list, _tuple, _getattr, _hasattr, _TypeError, _sys) = _case
+            _isinstance, _type, _list, _tuple, _getattr, _hasattr, _TypeError, _repr, _sys) = _case
     _settrace(None)
     _setprofile(None)
     _name = _data["f"]
@@ -72,17 +73,44 @@ __coderl_epilogue(__coderl_case())
 
 _ASSERT_EPILOGUE = """
 def __coderl_epilogue(_case, _g=globals()):
-    _data, (_exec, _compile, _sha256, _write, _settrace, _setprofile, *_rest, _sys) = _case
+    _data, (_exec, _compile, _sha256, _write, _settrace, _setprofile, _dumps,
+            _isinstance, _type, _list, _tuple, _getattr, _hasattr, _TypeError, _repr, _sys) = _case
+    _sig = _sha256((_data["n"] + ":ok").encode()).hexdigest()
+
+    def _emit(_k, _v):  # a rewritten assert: report the value, the judge compares it outside
+        try:
+            if _type(_v).__module__ == "numpy" and _getattr(_v, "ndim", 1) == 0:
+                _v = _v.item()  # a numpy scalar, as its Python number
+            _text = _repr(_v).replace("\\n", " ")
+        except BaseException:
+            _text = "!"
+        try:
+            _sys.stdout.flush()
+        except Exception:
+            pass
+        _write(1, ("\\n" + _sig + " E " + _repr(_k) + " " + _text + "\\n").encode("utf-8", "backslashreplace"))
+
+    _g["__coderl_emit"] = _emit
     _settrace(None)
     _setprofile(None)
-    _exec(_compile(_data["c"], "<test>", "exec"), _g)
+    try:
+        _exec(_compile(_data["c"], "<test>", "exec"), _g)
+    except AssertionError as _e:  # an assert of the tests failed: a wrong answer, said as such
+        _tb = _e.__traceback__
+        while _tb.tb_next is not None:
+            _tb = _tb.tb_next
+        if _tb.tb_frame.f_code.co_filename != "<test>":
+            raise  # raised inside the program: its runtime error
+        _sys.stderr.write("AssertionError: an assert of the tests failed (line %d)\\n" % _tb.tb_lineno)
+        _write(1, ("\\n" + _sig + " F\\n").encode())
+        return
     _settrace(None)
     _setprofile(None)
     try:
         _sys.stdout.flush()
     except Exception:
         pass
-    _write(1, ("\\n" + _sha256((_data["n"] + ":ok").encode()).hexdigest() + "\\n").encode())
+    _write(1, ("\\n" + _sig + "\\n").encode())
 __coderl_epilogue(__coderl_case())
 """
 
@@ -105,14 +133,16 @@ def program(spec: TestSpec, code: str) -> str:
     return _PROLOGUE + spec.setup_code + code + "\n" + _ASSERT_EPILOGUE
 
 
-def case_stdin(spec: TestSpec, index: int, nonce: str) -> bytes:
+def case_stdin(spec: TestSpec, index: int, nonce: str, test: SplitTest | None = None) -> bytes:
+    """One case's stdin; for an assert case, ``test`` is its code with the expected values taken
+    out (`coderl.judge.asserts.split_asserts`)."""
     case = spec.cases[index]
     if spec.mode == "stdio":
         return case.input.encode()  # type: ignore[union-attr]
     if spec.mode == "function":
         data = {"n": nonce, "f": spec.fn_name, "a": case.args}  # type: ignore[union-attr]
     else:
-        data = {"n": nonce, "c": case.code}  # type: ignore[union-attr]
+        data = {"n": nonce, "c": test.code if test is not None else case.code}  # type: ignore[union-attr]
     return json.dumps(data).encode() + b"\n"
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from coderl.errors import BadRequest, NoCodeFound
 from coderl.judge import compare, harness
+from coderl.judge.asserts import SplitTest, check_reports, parse_reports, split_asserts
 from coderl.judge.extract import extract_code
 from coderl.judge.formats import to_spec
 from coderl.judge.result import STATUS_VERDICT, CaseResult, JudgeResult
@@ -57,14 +58,15 @@ class Judge:
         nonce = harness.new_nonce()
         python = language == "python"
         source = harness.program(spec, code) if python else code
-        inputs = [harness.case_stdin(spec, i, nonce) for i in range(len(spec.cases))]
+        tests = [split_asserts(c.code) for c in spec.cases] if spec.mode == "assert" else []  # type: ignore[union-attr]
+        inputs = [harness.case_stdin(spec, i, nonce, tests[i] if tests else None) for i in range(len(spec.cases))]
 
         verdicts: dict[int, CaseResult] = {}
 
         def stop(index: int, result: RunResult) -> bool:
             if spec.checker is not None:  # verdicts come from the checker afterwards
                 return sub.stop_on_first_failure and not result.ok
-            verdicts[index] = self._case(spec, index, result, nonce)
+            verdicts[index] = self._case(spec, index, result, nonce, tests)
             return sub.stop_on_first_failure and verdicts[index].verdict is not Verdict.ACCEPTED
 
         ex = await self.engine.execute(Program(language, source, prelude=python and sub.prelude), inputs, sub.limits, stop=stop,
@@ -79,7 +81,7 @@ class Judge:
         if spec.checker is not None:
             cases = await self.special.check(spec, ex.results, sub.stop_on_first_failure)
         else:
-            cases = [verdicts.get(i) or self._case(spec, i, r, nonce) for i, r in enumerate(ex.results)]
+            cases = [verdicts.get(i) or self._case(spec, i, r, nonce, tests) for i, r in enumerate(ex.results)]
         if sub.stop_on_first_failure:
             cases = _skip_after_first_failure(cases)
         return JudgeResult(verdict=worst([c.verdict for c in cases]), cases=cases,
@@ -95,22 +97,24 @@ class Judge:
         return extracted.code, extracted.language, extracted.rule
 
     @staticmethod
-    def _case(spec: TestSpec, index: int, result: RunResult, nonce: str) -> CaseResult:
+    def _case(spec: TestSpec, index: int, result: RunResult, nonce: str, tests: list[SplitTest]) -> CaseResult:
         verdict = STATUS_VERDICT.get(result.status)
         if verdict is not None:
             return CaseResult(verdict=verdict, run=result, message=result.message)
         case = spec.cases[index]
         if spec.mode == "stdio":
             ok, why = compare.stdio(result.stdout.decode("utf-8", "replace"), case.output, spec.compare)  # type: ignore[union-attr]
-        else:
+        elif spec.mode == "function":
             signed, value = harness.read_signed(result.stdout, nonce)
-            if not signed:
-                ok, why = False, "the tests did not run to the end (no completion signal)"
-            elif spec.mode == "function":
-                ok, why = compare.values(value, case.output, spec.compare)  # type: ignore[union-attr]
-            else:
-                ok, why = True, ""
+            ok, why = compare.values(value, case.output, spec.compare) if signed else (False, _NOT_TO_THE_END)  # type: ignore[union-attr]
+        else:  # assert: none failed in the sandbox, and the ones taken out compare equal here
+            ok, why = check_reports(parse_reports(result.stdout, harness.signature(nonce)), tests[index].expected)
+            if ok and not harness.read_signed(result.stdout, nonce)[0]:
+                ok, why = False, _NOT_TO_THE_END
         return CaseResult(verdict=Verdict.ACCEPTED if ok else Verdict.WRONG_ANSWER, run=result, message=why)
+
+
+_NOT_TO_THE_END = "the tests did not run to the end (no completion signal)"
 
 
 def _skip_after_first_failure(cases: list[CaseResult]) -> list[CaseResult]:
