@@ -45,6 +45,7 @@ if [ -n "$SANDBOX_URL" ]; then
   [ "$DRY_RUN" = 1 ] || check_sandbox "$SANDBOX_URL"
 fi
 
+failed=()
 for entry in "${steps[@]}"; do
   step="${entry%%:*}"; path="${entry#*:}"; model="$path"
   if [ ! -f "$path/config.json" ]; then
@@ -59,9 +60,17 @@ for entry in "${steps[@]}"; do
        --max-tokens "${MAX_TOKENS:-32768}" "${EXTRA[@]}")
   if [ "$DRY_RUN" = 1 ]; then echo "dry-run: step $step: ${cmd[*]}"; continue; fi
   echo "== step $step: $model"
-  "${cmd[@]}"
-  "$PYTHON" -m coderl.cli eval record --summary "$OUT_DIR/step_$step/summary.json" --step "$step" --results "$RESULTS"
+  # A checkpoint that fails (or keeps sandbox errors) does not stop the others: it is named at the
+  # end and the script exits non-zero; its summary is recorded when there is one.
+  if ! "${cmd[@]}"; then failed+=("$step"); fi
+  if [ -f "$OUT_DIR/step_$step/summary.json" ]; then
+    "$PYTHON" -m coderl.cli eval record --summary "$OUT_DIR/step_$step/summary.json" --step "$step" --results "$RESULTS"
+  fi
 done
 [ "$DRY_RUN" = 1 ] && exit 0
-"$PYTHON" -m coderl.cli plot eval --results "$RESULTS" --out "$FIGURE" --with-recipe
+[ -f "$RESULTS" ] && "$PYTHON" -m coderl.cli plot eval --results "$RESULTS" --out "$FIGURE" --with-recipe
 echo "results: $RESULTS; figure: $FIGURE"
+if [ "${#failed[@]}" -gt 0 ]; then
+  echo "error: evaluation failed for step(s): ${failed[*]} (see their output above)" >&2
+  exit 1
+fi

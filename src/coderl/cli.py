@@ -8,6 +8,7 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from coderl import __version__
 from coderl.errors import BadRequest, CoderlError
@@ -25,8 +26,16 @@ COMMAND_MODULES: tuple[str, ...] = (
 )
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """Bad arguments get one line (what is wrong, where to look), not argparse's usage block.
+    Subcommand parsers are made of the same class."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="coderl", description=__doc__.split("\n")[0])
+    parser = OneLineParser(prog="coderl", description=__doc__.split("\n")[0])
     parser.add_argument("--version", action="version", version=f"coderl {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True

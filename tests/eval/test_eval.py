@@ -5,6 +5,7 @@ per-sample JSONL, summary, resume, sandbox-error policy; pass@k against hand-com
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -203,6 +204,29 @@ def test_eval_script_walks_every_checkpoint(tmp_path):
     assert "--backend vllm" in done.stdout and "--n 4 --temperature 0.6 --top-p 0.95 --max-tokens 32768" in done.stdout
     missing = subprocess.run(["bash", script, str(tmp_path / "nope")], capture_output=True, text=True, timeout=60)
     assert missing.returncode == 2 and "not found" in missing.stderr
+
+
+def test_eval_script_goes_on_after_a_failed_checkpoint(tmp_path):
+    """One checkpoint whose evaluation fails does not stop the others; the script names it and
+    exits non-zero at the end."""
+    for step in (20, 40):
+        (tmp_path / f"global_step_{step}").mkdir()
+        (tmp_path / f"global_step_{step}" / "config.json").write_text("{}")
+    problems = tmp_path / "problems.jsonl"
+    problems.write_text("")
+    env = {**os.environ, "PROBLEMS": str(problems), "BACKEND": "responses", "SANDBOX_URL": "",
+           "OUT_DIR": str(tmp_path / "out")}
+    done = subprocess.run(["bash", str(ROOT / "scripts" / "eval_livecodebench.sh"), str(tmp_path)],
+                          capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert "== step 20" in done.stdout and "== step 40" in done.stdout
+    assert "evaluation failed for step(s): 20 40" in done.stderr
+
+
+def test_bad_arguments_get_one_line():
+    done = coderl("eval", "lcb", "--problems", "x", "--out", "y", "--n", "0")
+    assert done.returncode == 2 and done.stderr.strip().count("\n") == 0, done.stderr
+    assert "--n" in done.stderr and "see coderl eval lcb --help" in done.stderr
 
 
 def test_results_table_keeps_one_row_per_step(tmp_path):
