@@ -84,7 +84,7 @@ def test_end_to_end_with_fake_model_and_real_service(tmp_path, service, model):
     recs = samples(out)
     assert len(recs) == 10
     p1 = next(s for s in recs if s["question_id"] == "p1")
-    assert p1["verdict"] == "accepted" and p1["extraction_rule"] == "fence:python" and "print(a + b)" in p1["code"]
+    assert p1["verdict"] == "accepted" and p1["extraction_rule"] == "lcb" and "print(a + b)" in p1["code"]
     assert [c["verdict"] for c in p1["cases"]] == ["accepted"] * 2 and p1["cases"][0]["cpu_s"] >= 0
     assert p1["gen_s"] > 0 and p1["judge_s"] > 0 and p1["finish_reason"] == "stop"
     p5 = next(s for s in recs if s["question_id"] == "p5")
@@ -221,6 +221,30 @@ def test_eval_script_goes_on_after_a_failed_checkpoint(tmp_path):
     assert done.returncode == 1, done.stderr[-2000:]
     assert "== step 20" in done.stdout and "== step 40" in done.stdout
     assert "evaluation failed for step(s): 20 40" in done.stderr
+
+
+def test_extraction_rules_lcb_by_default_and_coderl_on_request(tmp_path):
+    """A cut-off answer (an unterminated fence) and a fence-less program score 0 under
+    LiveCodeBench's rule, the default; the reward's rule, asked for, scores them."""
+    from tests.data.fixtures import lcb_rows, write_jsonl
+
+    raw = write_jsonl(lcb_rows(), tmp_path / "raw" / "test5.jsonl")
+    assert coderl("data", "lcb", "--source", raw, "--out", str(tmp_path / "lcb"), "--release", "v5").returncode == 0
+    responses = tmp_path / "r.jsonl"
+    responses.write_text(json.dumps({"question_id": "abc999_a", "responses": [
+        "Here:\n```python\nprint(sum(map(int, input().split())))\n",
+        "print(sum(map(int, input().split())))",
+        "```python\nprint(sum(map(int, input().split())))\n```"]}) + "\n")
+    rules = {}
+    for rule in ("lcb", "coderl"):
+        done = coderl("eval", "lcb", "--problems", str(tmp_path / "lcb"), "--out", str(tmp_path / rule), "--backend",
+                      "responses", "--responses", str(responses), "--n", "3", "--limit", "1", "--extraction", rule)
+        assert done.returncode == 0, done.stderr[-2000:]
+        recs = sorted(samples(tmp_path / rule), key=lambda r: r["sample"])
+        rules[rule] = [(r["verdict"], r["extraction_rule"]) for r in recs]
+        assert json.loads((tmp_path / rule / "summary.json").read_text())["extraction"] == rule
+    assert rules["lcb"] == [("no_code", None), ("no_code", None), ("accepted", "lcb")]
+    assert rules["coderl"] == [("accepted", "fence:open"), ("accepted", "raw"), ("accepted", "fence:python")]
 
 
 def test_bad_arguments_get_one_line():

@@ -163,3 +163,15 @@ def test_split_asserts_keeps_literals_outside():
     unparsable = "assert f(1) ==\n"
     assert split_asserts(unparsable).code == unparsable and split_asserts(unparsable).expected == ()
     assert split_asserts("assert 1 == 1").expected == ()  # nothing to report: both sides literal
+
+
+def test_lcb_extraction_rule_is_livecodebenchs():
+    from coderl.errors import NoCodeFound
+    from coderl.judge.extract import extract_lcb
+
+    assert extract_lcb("a\n```python\nx = 1\n```\nb\n```\ny = 2\n```").code == "y = 2"
+    assert extract_lcb("<think>\n```\nz = 0\n```\n</think>").code == "z = 0"  # <think> is not stripped
+    assert extract_lcb("```python\nx = 1\n```\nthen\n```python\ny = 2").code == "then"  # odd count: the prose
+    for bad in ("```python\nx = 1", "x = 1", "```\n\n```"):
+        with pytest.raises(NoCodeFound):
+            extract_lcb(bad)

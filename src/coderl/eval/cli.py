@@ -35,6 +35,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--tensor-parallel-size", type=_positive_int, default=1, help="vllm backend")
     p.add_argument("--timeout", type=_positive_float, default=6.0, help="CPU seconds per test (LiveCodeBench: 6)")
     p.add_argument("--memory-mb", type=_positive_int, default=1024)
+    p.add_argument("--extraction", choices=("lcb", "coderl"), default="lcb",
+                   help="code extraction: lcb, LiveCodeBench's own rule (the last two fence lines; default, "
+                        "comparable with official numbers); coderl, the reward's rule with its fallbacks")
     p.add_argument("--limit", type=_positive_int, help="the first N problems only")
     p.set_defaults(func=_lcb)
     r = sub.add_parser("record", help="put one checkpoint's summary.json into the results table (CSV)",
@@ -74,7 +77,7 @@ def _lcb(args: argparse.Namespace) -> int:
                      base_url=args.base_url, model=args.model, responses=args.responses, sandbox_url=args.sandbox_url,
                      tools=args.tools, max_turns=args.max_turns, concurrency=args.concurrency,
                      tensor_parallel_size=args.tensor_parallel_size, limit=args.limit, cpu_s=args.timeout,
-                     memory_mb=args.memory_mb)
+                     memory_mb=args.memory_mb, extraction=args.extraction)
     summary = asyncio.run(evaluate(cfg))
     print(markdown(summary))
     code = exit_code(summary)

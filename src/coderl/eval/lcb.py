@@ -42,6 +42,7 @@ class EvalConfig:
     limit: int | None = None
     cpu_s: float = 6.0  # LiveCodeBench's per-test timeout
     memory_mb: int = 1024
+    extraction: str = "lcb"  # lcb (LiveCodeBench's rule) | coderl (the reward's, with fallbacks)
 
 
 def load_problems(path: str, limit: int | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -97,7 +98,7 @@ async def evaluate(cfg: EvalConfig) -> dict[str, Any]:
     todo = [k for k in keys if _key(k) not in latest]
     backend = _backend(cfg) if todo else None  # bad arguments fail here, before any work
     try:
-        async with Scorer(cfg.sandbox_url, cpu_s=cfg.cpu_s, memory_mb=cfg.memory_mb) as scorer:
+        async with Scorer(cfg.sandbox_url, cpu_s=cfg.cpu_s, memory_mb=cfg.memory_mb, extraction=cfg.extraction) as scorer:
             generator = backend
             if cfg.tools and backend is not None:
                 from coderl.eval.agent import ToolAgent
@@ -129,7 +130,7 @@ async def evaluate(cfg: EvalConfig) -> dict[str, Any]:
     records = [latest[_key(k)] for k in keys if _key(k) in latest]
     settings = {"release": meta.get("release"), "start_date": meta.get("start_date"), "end_date": meta.get("end_date"),
                 "sampling": cfg.sampling.to_dict(), "backend": cfg.backend, "model": cfg.model, "tools": cfg.tools,
-                "max_turns": cfg.max_turns if cfg.tools else None,
+                "max_turns": cfg.max_turns if cfg.tools else None, "extraction": cfg.extraction,
                 "limits": {"cpu_s_per_test": cfg.cpu_s, "memory_mb": cfg.memory_mb}}
     summary = summarise(problems, records, cfg.sampling.n, settings)
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
@@ -140,7 +141,7 @@ async def evaluate(cfg: EvalConfig) -> dict[str, Any]:
 def _check_same_run(path: Path, cfg: EvalConfig) -> None:
     """Resuming mixes samples from both runs, so the generation settings must match (n may grow)."""
     settings = {**{k: v for k, v in cfg.sampling.to_dict().items() if k != "n"}, "model": cfg.model,
-                "tools": cfg.tools, "max_turns": cfg.max_turns if cfg.tools else None}
+                "tools": cfg.tools, "max_turns": cfg.max_turns if cfg.tools else None, "extraction": cfg.extraction}
     if path.is_file():
         before = json.loads(path.read_text())
         changed = sorted(k for k in settings.keys() | before.keys() if settings.get(k) != before.get(k))

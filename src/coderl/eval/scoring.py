@@ -16,15 +16,27 @@ import asyncio
 import time
 from typing import Any
 
-from coderl.errors import BadRequest, CoderlError
+from coderl.errors import BadRequest, CoderlError, NoCodeFound
 from coderl.eval.backends import Generation, Item
+from coderl.judge.extract import extract_lcb
 from coderl.reward.answer import final_answer
 
 RETRIES = 2
 
 
+EXTRACTIONS = ("lcb", "coderl")
+
+
 class Scorer:
-    def __init__(self, sandbox_url: str | None, *, cpu_s: float = 6.0, memory_mb: int = 1024) -> None:
+    """``extraction``: ``lcb``, LiveCodeBench's own rule (`coderl.judge.extract.extract_lcb`), so
+    pass@1 is comparable with official numbers; ``coderl``, the judge's rule with its fallbacks (an
+    unterminated fence, a fence-less program), as the reward extracts."""
+
+    def __init__(self, sandbox_url: str | None, *, cpu_s: float = 6.0, memory_mb: int = 1024,
+                 extraction: str = "lcb") -> None:
+        if extraction not in EXTRACTIONS:
+            raise BadRequest(f"extraction must be one of {', '.join(EXTRACTIONS)}, got {extraction!r}")
+        self.extraction = extraction
         self.sandbox_url = sandbox_url
         self.limits = {"cpu_s": cpu_s, "wall_s": cpu_s * 2 + 1, "memory_mb": memory_mb}
         self.client: Any = None
@@ -53,17 +65,33 @@ class Scorer:
 
     async def score(self, items: list[Item], generations: list[Generation]) -> list[dict[str, Any]]:
         """One record per sample: ids, response, extracted code, verdicts, per-test timings."""
-        subs = [{"response": final_answer(g.text).text, "language": "python", "tests": p["tests"],
-                 "limits": self.limits, "stop_on_first_failure": True} for (p, _), g in zip(items, generations, strict=True)]
-        results = await self._judge(subs)
+        subs: dict[int, dict[str, Any]] = {}
+        results: list[dict[str, Any]] = [{} for _ in items]
+        for i, ((p, _), g) in enumerate(zip(items, generations, strict=True)):
+            try:
+                subs[i] = self._submission(p["tests"], final_answer(g.text).text)
+            except NoCodeFound as exc:
+                results[i] = {"verdict": None, "error": {"type": "NoCodeFound", "message": str(exc)}}
+        for i, r in zip(subs, await self._judge(list(subs.values())), strict=True):
+            results[i] = r
         for attempt in range(RETRIES):
-            again = [i for i, r in enumerate(results) if r.get("verdict") == "sandbox_error" and not r.get("unreachable")]
+            again = [i for i in subs if results[i].get("verdict") == "sandbox_error" and not results[i].get("unreachable")]
             if not again:
                 break
             await asyncio.sleep(1.0 + 2 * attempt)
             for i, r in zip(again, await self._judge([subs[i] for i in again]), strict=True):
                 results[i] = r
+        if self.extraction == "lcb":
+            for i in subs:
+                results[i]["extraction_rule"] = "lcb"
         return [_record(p, i, g, r) for (p, i), g, r in zip(items, generations, results, strict=True)]
+
+    def _submission(self, tests: Any, answer: str) -> dict[str, Any]:
+        """What the judge gets for one final answer; raises NoCodeFound under the lcb rule."""
+        sub = {"language": "python", "tests": tests, "limits": self.limits, "stop_on_first_failure": True}
+        if self.extraction == "coderl":
+            return {**sub, "response": answer}
+        return {**sub, "code": extract_lcb(answer).code}
 
     async def run(self, language: str, code: str, stdin: str, limits: dict[str, Any]) -> dict[str, Any]:
         """One program on one stdin, shaped like the service's /v1/run reply (for the tool)."""
@@ -78,6 +106,8 @@ class Scorer:
         return {"compile": compile_info, "run": ex.results[0].to_dict()}
 
     async def _judge(self, subs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        if not subs:
+            return []
         if self.client is not None:
             try:
                 return await self.client.judge(subs)
@@ -92,8 +122,8 @@ class Scorer:
         from coderl.sandbox import Limits
 
         try:
-            res = await self.judge.judge(Submission(spec=s["tests"], response=s["response"], language="python",
-                                                    limits=Limits(**s["limits"])))
+            res = await self.judge.judge(Submission(spec=s["tests"], response=s.get("response"), code=s.get("code"),
+                                                    language="python", limits=Limits(**s["limits"])))
         except BadRequest as exc:  # no code block, or a language the tests cannot judge
             return {"verdict": None, "error": {"type": type(exc).__name__, "message": str(exc)}}
         except CoderlError as exc:

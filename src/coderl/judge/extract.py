@@ -11,6 +11,7 @@ Rules, in order (the one that fired is reported as ``rule``):
 4. ``raw``            no fence at all, but the response parses as the language (Python only):
                       the whole response.
 Otherwise `NoCodeFound`. The language comes from the fence tag when the caller gave none.
+`extract_lcb` is LiveCodeBench's stricter rule, for evaluations that must match its numbers.
 """
 
 from __future__ import annotations
@@ -77,6 +78,23 @@ def extract_code(response: str, language: str | None = None) -> ExtractedCode:
         return ExtractedCode(text, "python", "raw")
     raise NoCodeFound("no code block found in the response"
                       + (f" for language {wanted}" if wanted else ""))
+
+
+def extract_lcb(response: str) -> ExtractedCode:
+    """LiveCodeBench's own rule (lcb_runner/utils/extraction_utils.py): the lines between the last
+    two lines that contain a fence, ``<think>`` not stripped; fewer than two such lines is no code
+    (a fail). Stricter than `extract_code`, whose fallbacks (an unterminated fence, a fence-less
+    program) would score samples the official evaluation scores 0."""
+    if not isinstance(response, str):
+        raise NoCodeFound(f"response must be a string, got {type(response).__name__}")
+    lines = response.split("\n")
+    fences = [i for i, line in enumerate(lines) if "```" in line]
+    if len(fences) < 2:
+        raise NoCodeFound("fewer than two fence lines (LiveCodeBench's extraction rule)")
+    code = "\n".join(lines[fences[-2] + 1:fences[-1]])
+    if not code.strip():
+        raise NoCodeFound("the last fenced block is empty (LiveCodeBench's extraction rule)")
+    return ExtractedCode(code, "python", "lcb")
 
 
 def _last_fence_end(text: str) -> int:
