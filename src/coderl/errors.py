@@ -69,6 +69,10 @@ class Overloaded(SandboxError):
     """The bounded work queue is full; retry after a short delay."""
 
 
+class ClientDisconnected(CoderlError):
+    """The client went away before its answer was ready; its work was cancelled."""
+
+
 class ServiceError(CoderlError):
     """A request to a coderl service failed on the transport or HTTP level."""
 
@@ -79,6 +83,7 @@ class ServiceUnavailable(ServiceError):
 
 __all__ = [
     "BadRequest",
+    "ClientDisconnected",
     "CoderlError",
     "DeadlineExceeded",
     "InvalidTestSpec",

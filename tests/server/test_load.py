@@ -98,6 +98,25 @@ def test_backpressure_is_429_with_retry_after():
         assert limited.headers["Retry-After"] and "queue full" in limited.json()["detail"]
         too_big = httpx.post(url + "/v1/judge", json={"submissions": [slow] * 3}, timeout=30)
         assert too_big.status_code == 400 and "split it" in too_big.text
+        assert _metric(url, "coderl_rejected_total") >= 2
+
+        async def run_code_when_full():
+            """verl's SandboxFusion client retries a 504 only: /run_code answers a full queue so."""
+            async with httpx.AsyncClient(timeout=30) as c:
+                busy = [asyncio.ensure_future(c.post(url + "/v1/judge", json={"submissions": [slow]})) for _ in range(2)]
+                await asyncio.sleep(0.5)
+                refused = await c.post(url + "/run_code", json={"code": "print(1)", "language": "python"})
+                await asyncio.gather(*busy)
+                return refused
+
+        refused = asyncio.run(run_code_when_full())
+        assert refused.status_code == 504 and refused.headers["Retry-After"] and "queue full" in refused.text
+
+
+def _metric(url: str, name: str, labels: str = "") -> float:
+    text = httpx.get(url + "/metrics", timeout=10).text
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+               if line.startswith(name) and labels in line and not line.startswith("#"))
 
 
 def test_disconnected_client_work_is_cancelled(service_url):
@@ -110,6 +129,8 @@ def test_disconnected_client_work_is_cancelled(service_url):
     r = httpx.post(service_url + "/v1/run", json={"language": "python", "code": "print(7)"}, timeout=30)
     assert r.json()["run"]["stdout"] == "7\n"
     assert time.monotonic() - started < 5
+    # counted as what it was (499, the client went away), not lost or logged as a crash
+    assert _metric(service_url, "coderl_requests_total", 'route="/v1/judge",status="499"') >= 1
 
 
 def test_runner_killed_mid_batch_never_a_wrong_answer():

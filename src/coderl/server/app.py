@@ -26,6 +26,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from coderl import __version__
 from coderl.errors import (
     BadRequest,
+    ClientDisconnected,
     CoderlError,
     DeadlineExceeded,
     InvalidTestSpec,
@@ -51,8 +52,8 @@ class Service:
         self.settings = settings
         self.engine = Engine(slots=settings.slots, isolation=settings.isolation)
         self.judge = Judge(self.engine)
-        self.admission = Admission(settings.queue)
         self.metrics = Metrics()
+        self.admission = Admission(settings.queue, on_reject=self.metrics.rejected.inc)
         self.started = False
         self._canary: tuple[float, bool, str] = (0.0, False, "not checked yet")
 
@@ -74,11 +75,7 @@ class Service:
     async def judge_many(self, subs: list[Submission | BadRequest]) -> list[Any]:
         """Judge submissions concurrently; a bad submission yields its error, not the batch's."""
         with self.admission.admit(len(subs)):
-            self.metrics.queue_depth.set(self.admission.admitted)
-            try:
-                return await asyncio.gather(*(self._judge_one(s) for s in subs))
-            finally:
-                self.metrics.queue_depth.set(self.admission.admitted - len(subs))
+            return await asyncio.gather(*(self._judge_one(s) for s in subs))
 
     async def _judge_one(self, sub: Submission | BadRequest) -> Any:
         if isinstance(sub, BadRequest):  # the submission could not even be built
@@ -110,7 +107,9 @@ class Service:
         self._canary = (time.monotonic(), ok, why)
         return ok, why
 
-    def observe_slots(self) -> None:
+    def observe(self) -> None:
+        """Gauges are read from the live state when /metrics is scraped, whatever route changed it."""
+        self.metrics.queue_depth.set(self.admission.admitted)
         self.metrics.slots_busy.set(self.engine.busy)
         self.metrics.slot_restarts.set(self.engine.slot_restarts)
 
@@ -162,6 +161,7 @@ class Observe:
         service = self.service
         started = time.monotonic()
         status = 500
+        response_started = False
         received = 0
         isolation = (b"x-coderl-isolation", service.engine.isolation.encode())
 
@@ -174,9 +174,9 @@ class Observe:
             return message
 
         async def tagged_send(message: Message) -> None:
-            nonlocal status
+            nonlocal status, response_started
             if message["type"] == "http.response.start":
-                status = message["status"]
+                status, response_started = message["status"], True
                 message["headers"] = [*message.get("headers", ()), isolation]
             await send(message)
 
@@ -190,15 +190,18 @@ class Observe:
         except Exception as exc:  # a bug of ours: one line in the log, one line to the client
             log.error(json.dumps({"event": "internal_error", "route": scope["path"],
                                   "error": f"{type(exc).__name__}: {exc}"}))
-            if status == 500:
+            if not response_started:
                 await _error(500, f"internal error: {type(exc).__name__}", service)(scope, receive, tagged_send)
-        elapsed = time.monotonic() - started
-        known = getattr(scope.get("route"), "path", "other")  # the matched route, never raw paths
-        service.metrics.requests.labels(known, str(status)).inc()
-        service.metrics.latency.labels(known).observe(elapsed)
-        if scope["path"] not in ("/metrics", "/healthz"):
-            log.info(json.dumps({"event": "request", "method": scope["method"], "route": scope["path"],
-                                 "status": status, "ms": round(elapsed * 1000, 2)}))
+            else:
+                status = 500  # the response was cut short: counted as what it was
+        finally:  # every request is counted and logged, however it ended
+            elapsed = time.monotonic() - started
+            known = getattr(scope.get("route"), "path", "other")  # the matched route, never raw paths
+            service.metrics.requests.labels(known, str(status)).inc()
+            service.metrics.latency.labels(known).observe(elapsed)
+            if scope["path"] not in ("/metrics", "/healthz"):
+                log.info(json.dumps({"event": "request", "method": scope["method"], "route": scope["path"],
+                                     "status": status, "ms": round(elapsed * 1000, 2)}))
 
 
 def _install_errors(app: FastAPI, service: Service) -> None:
@@ -219,6 +222,8 @@ def _install_errors(app: FastAPI, service: Service) -> None:
 
 
 def status_for(exc: CoderlError) -> int:
+    if isinstance(exc, ClientDisconnected):
+        return 499  # nginx's "client closed request": nobody reads it, the log and metrics do
     if isinstance(exc, Overloaded):
         return 429
     if isinstance(exc, DeadlineExceeded):
@@ -242,13 +247,17 @@ def service_of(request: Request) -> Service:
 
 
 async def cancel_on_disconnect(request: Request, work: Awaitable[Any], timeout_s: float) -> Any:
-    """Run ``work``; cancel it if the client goes away or the deadline passes (504)."""
+    """Run ``work``; cancel it if the client goes away (ClientDisconnected: a 499 in the log and
+    metrics, never a crash) or the deadline passes (504)."""
     task = asyncio.ensure_future(work)
+    gone = False
 
     async def watch() -> None:
+        nonlocal gone
         while not task.done():
             await asyncio.sleep(0.25)  # first: most requests end before the first check
             if await request.is_disconnected():
+                gone = True
                 task.cancel()
                 return
 
@@ -257,6 +266,10 @@ async def cancel_on_disconnect(request: Request, work: Awaitable[Any], timeout_s
         return await asyncio.wait_for(task, timeout_s)
     except TimeoutError:
         raise DeadlineExceeded(f"request took longer than its deadline of {timeout_s:g} s") from None
+    except asyncio.CancelledError:
+        if gone:
+            raise ClientDisconnected("the client disconnected; its work was cancelled") from None
+        raise
     finally:
         watcher.cancel()
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 
-from coderl.errors import BadRequest, NoCodeFound
+from coderl.errors import BadRequest, DeadlineExceeded, NoCodeFound
 from coderl.judge import Checker, Submission, Verdict, extract_code, to_spec
 from coderl.judge.judge import CaseResult
 from coderl.sandbox import CompileResult, Limits, Program, RunInput, RunResult, RunStatus
@@ -42,7 +42,9 @@ async def run_code(body: RunCodeRequest, request: Request) -> dict[str, Any]:
     except (binascii.Error, ValueError) as exc:
         raise BadRequest(f"files: not base64 ({exc})") from None
     run_input = RunInput(stdin=(body.stdin or "").encode(), files=files, fetch=tuple(body.fetch_files))
-    with service.admission.admit():
+    # verl's SandboxFusion client retries a 504 and scores any other error as a failed case, so a
+    # full queue answers 504 here (the native API answers 429).
+    with service.admission.admit(when_full=DeadlineExceeded):
         ex = await cancel_on_disconnect(
             request, service.engine.execute(Program(language, body.code), [run_input], limits,
                                             compile_limits=compile_limits),

@@ -88,5 +88,5 @@ async def readyz(request: Request) -> JSONResponse:
 @router.get("/metrics", summary="Prometheus metrics")
 async def metrics(request: Request) -> Response:
     service = service_of(request)
-    service.observe_slots()
+    service.observe()
     return Response(service.metrics.render(), media_type="text/plain; version=0.0.4")
