@@ -52,6 +52,9 @@ PY
 supervise &
 SUPERVISOR=$!
 stop_service() { kill -TERM "$SUPERVISOR" 2>/dev/null; wait "$SUPERVISOR" 2>/dev/null; }
+# Stopped before the service is ready: stop it too (no supervisor left restarting it).
+trap 'log "stopped while starting"; stop_service; exit 143' TERM
+trap 'log "interrupted while starting"; stop_service; exit 130' INT
 
 deadline=$((SECONDS + READY_TIMEOUT))
 until ready; do
@@ -65,14 +68,17 @@ log "sandbox ready at http://$HOST:$PORT"
 [ "$#" -gt 0 ] || set -- bash
 "$@" &
 CHILD=$!
-forward() { kill -"$1" "$CHILD" 2>/dev/null; }
+got_signal=0
+# The signal goes to the command itself (not a process group, which would take the terminal from an
+# interactive shell): a command line that starts others should `exec` the last one.
+forward() { got_signal=1; kill -"$1" "$CHILD" 2>/dev/null; }
 trap 'forward TERM' TERM
 trap 'forward INT' INT
-wait "$CHILD"
-status=$?
-if kill -0 "$CHILD" 2>/dev/null; then  # wait returned because of a signal: wait for the real exit
+while :; do  # a trapped signal cuts `wait` short: wait again until one ends with no signal in it
+  got_signal=0
   wait "$CHILD"
   status=$?
-fi
+  [ "$got_signal" = 1 ] || break  # bash keeps a reaped child's status, so waiting again is safe
+done
 stop_service
 exit "$status"

@@ -80,6 +80,47 @@ def test_forwards_sigterm_to_the_command():
     assert proc.wait(30) == 128 + signal.SIGTERM  # sleep died of the forwarded SIGTERM
 
 
+def _wait_ready(port: int) -> None:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.3)
+    raise AssertionError("service not ready")
+
+
+def test_exit_code_of_a_command_that_handles_sigterm_itself():
+    """The command traps SIGTERM and exits 5: the entrypoint exits 5 (not the 143 of its own
+    interrupted wait), however the signal and the exit interleave."""
+    port = free_port()
+    child = "import signal, sys, time\nsignal.signal(signal.SIGTERM, lambda *a: sys.exit(5))\ntime.sleep(300)"
+    proc = subprocess.Popen([str(ENTRYPOINT), sys.executable, "-c", child], env=env(port), stderr=subprocess.PIPE,
+                            text=True)
+    _wait_ready(port)
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(30) == 5
+
+
+def test_sigterm_while_starting_stops_the_service_too():
+    port = free_port()
+    pidfile = f"/tmp/coderl-test-{port}.pid"
+    proc = subprocess.Popen([str(ENTRYPOINT), "true"], env=env(port, CODERL_SERVICE_CMD="sleep 100",
+                                                               CODERL_READY_TIMEOUT="60"),
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while not os.path.exists(pidfile) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    service = int(Path(pidfile).read_text())
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(30) == 143 and "stopped while starting" in proc.stderr.read()
+    time.sleep(0.5)
+    assert not Path(f"/proc/{service}").exists() or b"zombie" in Path(f"/proc/{service}/status").read_bytes().lower()
+
+
 def test_restarts_a_killed_service():
     port = free_port()
     pidfile = f"/tmp/coderl-test-{port}.pid"
