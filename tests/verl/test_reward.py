@@ -106,3 +106,40 @@ def test_function_call_ground_truth_embedded():
     gt = json.dumps({"input": [[1, 2]], "output": [[3]], "fn_name": "add", "type": "function_call"})
     good = "```python\nclass Solution:\n    def add(self, a, b):\n        return a + b\n```"
     assert asyncio.run(code_reward.compute_score("x", good, gt))["score"] == 1.0
+
+
+def test_per_step_sample_log_through_verl(tokenizer, sandbox_url, tmp_path):
+    """`log_dir`: every scored sample lands in <log_dir>/<step>.jsonl (the rollout's weights version
+    plus one for training), which `coderl plot training --rollouts` reads; a log that cannot be
+    written is a warning, never a failed step."""
+    from verl.trainer.ppo.reward import load_reward_manager
+
+    from coderl.plots.training import read_rollouts
+
+    def run(log_dir: Path) -> list[dict]:
+        cfg = compose([f"reward.custom_reward_function.path={REWARD_FILE}",
+                       f"+reward.custom_reward_function.reward_kwargs.sandbox_url={sandbox_url}",
+                       f"+reward.custom_reward_function.reward_kwargs.log_dir={log_dir}"])
+
+        async def main():
+            manager = load_reward_manager(cfg, tokenizer)
+            batches = [dataproto(tokenizer, r, extra={"max_global_steps": 2, "index": i, "split": "train"})
+                       for i, r in enumerate([GOOD, WRONG])]
+            return await asyncio.gather(*(manager.run_single(b) for b in batches))
+
+        return asyncio.run(main())
+
+    out = run(tmp_path / "samples")
+    lines = [json.loads(line) for line in (tmp_path / "samples" / "3.jsonl").read_text().splitlines()]
+    assert sorted(r["verdict"] for r in lines) == ["accepted", "wrong_answer"]
+    assert {r["step"] for r in lines} == {3} and {r["input"] for r in lines} == {"codecontests/train/0",
+                                                                                 "codecontests/train/1"}
+    assert sorted(lines[0]) == sorted({**out[0]["reward_extra_info"], "step": 0, "split": 0, "data_source": 0,
+                                       "input": 0})
+    series = read_rollouts(tmp_path / "samples")
+    assert series  # the figure's reader takes the reward's layout as it is
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    with pytest.warns(UserWarning, match="cannot log the sample"):
+        again = run(blocked / "sub")
+    assert [o["reward_score"] for o in again] == [1.0, 0.0]

@@ -27,6 +27,7 @@ import numbers
 import os
 import random
 import time
+import warnings
 import weakref
 from typing import Any
 
@@ -76,7 +77,10 @@ async def compute_score(data_source: str, solution_str: str, ground_truth: Any, 
     out["judge_s"] = round(time.perf_counter() - started, 3)
     log_dir = log_dir or os.environ.get("CODERL_REWARD_LOG_DIR")
     if log_dir:
-        log_sample(log_dir, data_source, extra_info, out)
+        try:
+            log_sample(log_dir, data_source, extra_info, out)
+        except OSError as exc:  # a full or read-only disk must not fail a training step
+            warnings.warn(f"coderl reward: cannot log the sample to {log_dir}: {exc}", stacklevel=1)
     return out
 
 
