@@ -11,10 +11,16 @@ ADD_TESTS = [{"type": "stdin_stdout", "input": f"{a} {b}\n", "output": f"{a + b}
              for a, b in [(1, 2), (3, 4), (10, 20), (0, 0), (7, 8), (100, 1)]]
 
 
+# How PrimeIntellect/verifiable-coding-problems wraps every statement (datasets.md).
+PI_WRAPPER = ("Solve the following coding problem using the programming language python:\n\n{statement}\n\n"
+              "The input will be stdin and you should print your solution to stdout\n\n\n"
+              "Now solve the problem and return the code.")
+
+
 def pi_row(pid: str, prompt: str, *, tests=ADD_TESTS, gold="a, b = map(int, input().split())\nprint(a + b)",
            language="python") -> dict:
     return {"problem_id": pid, "source": "code_contests", "task_type": "verifiable_code", "in_source_id": pid,
-            "prompt": prompt, "gold_standard_solution": f"```python\n{gold}\n```" if gold is not None else None,
+            "prompt": PI_WRAPPER.format(statement=prompt), "gold_standard_solution": f"```python\n{gold}\n```" if gold is not None else None,
             "verification_info": json.dumps({"language": language, "test_cases": tests}),
             "metadata": json.dumps({"difficulty": "7", "memory_limit": None, "memory_limit_bytes": 256000000,
                                     "problem_url": "https://codeforces.com/problemset/problem/1/A", "time_limit": "1 second"})}

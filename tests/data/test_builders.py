@@ -140,3 +140,45 @@ def test_cli_reports_and_bad_input(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "coderl.cli", "data", "lcb", "--source", str(tmp_path), "--out",
                           str(tmp_path / "l"), "--release", "v9"], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "unknown LiveCodeBench release" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_real_rows_of_every_eval_source_build_and_humaneval_golds_pass(tmp_path, judge):
+    from coderl.data.evalsets import build_evalset
+
+    counts = {}
+    for name, path in [("rllm code_contests", SHARED / "rllm-test" / "code_contests.json"),
+                       ("rllm codeforces", SHARED / "rllm-test" / "codeforces.json"),
+                       ("sandboxfusion code_contests", SHARED / "sandboxfusion-samples" / "code_eval_code_contests.jsonl")]:
+        report = build_evalset("code_contests", str(path), tmp_path / name.replace(" ", "_"), fmt="eval")
+        counts[name] = (report.read, report.kept, dict(report.dropped))
+    assert counts == {"rllm code_contests": (165, 163, {"unsupported problem (interactive)": 2}),
+                      "rllm codeforces": (408, 392, {"unsupported problem (interactive)": 16}),
+                      "sandboxfusion code_contests": (20, 20, {})}
+    build_evalset("humaneval", None, tmp_path / "he", fmt="eval")
+    rows = [json.loads(line) for line in (tmp_path / "he" / "problems.jsonl").read_text().splitlines()]
+    assert len(rows) == 164
+    results = judge([Submission(code=r["solution"], spec=r["tests"], fn_name=r.get("fn_name")) for r in rows])
+    assert [r["question_id"] for r, res in zip(rows, results, strict=True) if not res.accepted] == []
+
+
+def test_malformed_rows_are_counted_not_fatal(tmp_path):
+    from coderl.data.evalsets import build_evalset
+
+    good = {"name": "ok", "description": "echo", "public_tests": {"input": ["1\n"], "output": ["1\n"]},
+            "private_tests": {"input": [], "output": []}, "generated_tests": {"input": [], "output": []},
+            "solutions": {"language": [3], "solution": ["print(input())"]}}
+    bad = {**good, "name": "bad", "solutions": "not a dict"}
+    src = fixtures.write_jsonl([good, bad], tmp_path / "cc.jsonl")
+    report = build_evalset("code_contests", src, tmp_path / "cc", fmt="eval")
+    assert report.kept == 1 and report.dropped == {"malformed row (AttributeError)": 1}
+    no_tests = fixtures.pi_row("p9", "Print it.", tests=[])
+    rl = build_rl(fixtures.write_jsonl([no_tests, *fixtures.pi_rows()], tmp_path / "pi.jsonl"), tmp_path / "rl",
+                  min_tests=0)
+    assert rl.dropped.get("fewer than 1 tests") == 1
+
+
+def test_unwrapped_statement_is_what_decontamination_compares():
+    from coderl.data.rl import unwrapped
+
+    assert unwrapped(fixtures.PI_WRAPPER.format(statement="Add two numbers.\n\nInput: a b")) == "Add two numbers.\n\nInput: a b"
+    assert unwrapped("A plain statement.") == "A plain statement."

@@ -67,7 +67,8 @@ class BuildReport:
 
 def convert(report: BuildReport, rows: Iterable[Any], fn: Callable[[dict[str, Any]], Any], desc: str) -> Iterator[Any]:
     """Yield fn(row) for each row; a row fn cannot use (Drop, unreadable or unsupported tests, a
-    row that is not an object) is counted in the report instead, so one bad row never ends a build."""
+    row that is not an object, a field of the wrong type or shape) is counted in the report
+    instead, so one bad row never ends a build."""
     for row in progress(rows, desc):
         report.read += 1
         try:
@@ -82,6 +83,10 @@ def convert(report: BuildReport, rows: Iterable[Any], fn: Callable[[dict[str, An
             report.drop("unsupported problem (interactive)", str(exc))
         except InvalidTestSpec as exc:
             report.drop("tests unreadable", str(exc))
+        except (KeyError, TypeError, AttributeError, ValueError, IndexError) as exc:
+            # a field of an unexpected type or shape the builder did not foresee: this row's
+            # problem, counted with an example, never the end of the build
+            report.drop(f"malformed row ({type(exc).__name__})", str(exc))
 
 
 def read_rows(source: str | Path, *, split: str = "train", limit: int | None = None) -> Iterator[Any]:

@@ -59,8 +59,8 @@ def rl_row(row: dict[str, Any], *, min_tests: int = 5) -> dict[str, Any]:
     if info.get("language") != "python":
         raise Drop("language is not python", str(info.get("language")))
     cases = info.get("test_cases")
-    if not isinstance(cases, list) or len(cases) < min_tests:
-        raise Drop(f"fewer than {min_tests} tests", str(len(cases) if isinstance(cases, list) else cases))
+    if not isinstance(cases, list) or len(cases) < max(min_tests, 1):
+        raise Drop(f"fewer than {max(min_tests, 1)} tests", str(len(cases) if isinstance(cases, list) else cases))
     if not isinstance(cases[0], dict) or "input" not in cases[0] or "output" not in cases[0]:
         raise Drop("first test lacks input/output", str(cases[0])[:80])
     spec = to_spec(info, "primeintellect")
@@ -86,6 +86,18 @@ def evaluation_statements(source: str) -> list[str]:
     return out
 
 
+_PI_HEAD = re.compile(r"\A\s*Solve the following coding problem using the programming language \w+:\s*")
+_PI_TAIL = re.compile(r"\s*(The input will be [^\n]*\s*)?Now solve the problem and return the code\.\s*\Z")
+
+
+def unwrapped(prompt: str) -> str:
+    """The problem statement inside PrimeIntellect's prompt wrapper ("Solve the following coding
+    problem ... Now solve the problem and return the code."): what duplicate and contamination
+    checks compare, since an evaluation set holds the bare statement. The model still sees the
+    whole prompt."""
+    return _PI_TAIL.sub("", _PI_HEAD.sub("", prompt))
+
+
 def build_rl(source: str, out_dir: str | Path, *, limit: int | None = None, val_fraction: float = 0.01,
              seed: int = 42, decontaminate: Iterable[str] = (), min_tests: int = 5) -> BuildReport:
     """Write train.parquet and validation.parquet (+ report.json) under out_dir."""
@@ -95,7 +107,7 @@ def build_rl(source: str, out_dir: str | Path, *, limit: int | None = None, val_
     seen: set[str] = set()
     rows: list[dict[str, Any]] = []
     for built in convert(report, read_rows(source, limit=limit), lambda r: rl_row(r, min_tests=min_tests), "rl"):
-        statement = built["prompt"][-1]["content"]
+        statement = unwrapped(built["prompt"][-1]["content"])
         key = normalise_statement(statement)
         if key in banned or any(b in key for b in long_banned):
             report.drop("matches an evaluation problem", statement[:80])
