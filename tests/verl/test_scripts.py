@@ -56,3 +56,37 @@ def test_merge_dry_run_and_bad_usage(tmp_path):
     assert done.returncode == 0 and "verl.model_merger merge --backend fsdp" in done.stdout
     assert script("merge_checkpoint.sh").returncode == 2
     assert script("run_code_rl_demo.sh", "--bogus").returncode == 2
+
+
+def test_tool_output_budget_fits_verls_tool_response_limit():
+    """The tool cuts its output itself (keeping both ends); verl's max_tool_response_length must
+    not have to cut it again."""
+    import re
+
+    import yaml
+
+    from coderl.tools.schema import render
+
+    config = yaml.safe_load((ROOT / "tool_config" / "code_interpreter.yaml").read_text())["tools"][0]["config"]
+    limit = int(re.search(r"max_tool_response_length=(\d+)", (ROOT / "scripts" / "run_code_rl_demo.sh").read_text())[1])
+    worst = {"run": {"status": "runtime_error", "message": "killed by signal 11 (SIGSEGV)", "stdout": "x" * 10**5,
+                     "stderr": "y" * 10**5, "exit_code": None}}
+    text, _ = render(worst, config["max_output_chars"])
+    assert len(text) <= limit, (len(text), limit)
+
+
+def test_rl_dry_run_names_a_misspelled_reward_option():
+    done = script("run_code_rl_demo.sh", "--dry-run", "+reward.custom_reward_function.reward_kwargs.score_mod=binary")
+    assert done.returncode == 1 and "reward_kwargs.score_mod: not an option" in done.stderr, done.stderr[-2000:]
+
+
+def test_training_refuses_without_accelerators_or_without_a_sandbox():
+    from tests.helpers.service import free_port
+
+    bare = {k: v for k, v in __import__("os").environ.items() if k not in ("DEVICE", "N_GPUS")}
+    done = subprocess.run(["bash", str(ROOT / "scripts" / "run_toolcall_sft.sh")], capture_output=True, text=True,
+                          timeout=300, env=bare)
+    assert done.returncode == 1 and "no cuda devices visible" in done.stderr, done.stderr[-2000:]
+    down = script("run_code_rl_demo.sh", env={"DEVICE": "cuda", "N_GPUS": "1",
+                                              "SANDBOX_URL": f"http://127.0.0.1:{free_port()}"})
+    assert down.returncode == 1 and "is not ready" in down.stderr, down.stderr[-2000:]
