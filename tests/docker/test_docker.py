@@ -148,3 +148,14 @@ def test_fails_cleanly_when_the_service_never_gets_ready():
                                                              CODERL_READY_TIMEOUT="2"),
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 1 and "not ready after 2s" in done.stderr
+
+
+def test_sandbox_image_pins_every_python_dependency():
+    """docker/constraints-sandbox.txt names every package of coderl[sandbox]'s closure (versions are
+    the tested ones at the time it was made; names are what must not drift)."""
+    pinned = {line.split("==")[0] for line in (ROOT / "docker" / "constraints-sandbox.txt").read_text().splitlines()
+              if line and not line.startswith("#")}
+    done = subprocess.run([sys.executable, str(ROOT / "docker" / "pin_sandbox.py")], capture_output=True, text=True,
+                          timeout=60)
+    needed = {line.split("==")[0] for line in done.stdout.splitlines() if line and not line.startswith("#")}
+    assert needed and needed <= pinned, sorted(needed - pinned)
