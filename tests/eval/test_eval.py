@@ -296,5 +296,32 @@ def test_lcb_builder_output_and_raw_rows_end_to_end(tmp_path):
                    "--responses", str(responses), "--n", "1")
     assert again.returncode == 0, again.stderr[-2000:]
     raw_summary = json.loads((tmp_path / "raw_out" / "summary.json").read_text())
-    assert raw_summary["overall"]["pass@1"] == 100.0 and raw_summary["release"] is None
-    assert "release and date window unknown" in (tmp_path / "raw_out" / "summary.md").read_text()
+    assert raw_summary["overall"]["pass@1"] == 100.0 and raw_summary["release"] == "rows of safe.jsonl"
+    assert (raw_summary["start_date"], raw_summary["end_date"]) == ("2024-08-01", "2025-02-01")  # the recipe's
+
+
+def test_date_window_of_raw_and_built_problems(tmp_path):
+    """Raw LiveCodeBench rows get the recipe's window unless given one; a built set keeps its own
+    unless given one; both ends inclusive, at midnight as LiveCodeBench parses them."""
+    from coderl.errors import BadRequest
+    from coderl.eval.lcb import load_problems
+    from tests.data.fixtures import lcb_rows, write_jsonl
+
+    raw = write_jsonl([r for r in lcb_rows() if r["question_id"] != "abc999_e"], tmp_path / "raw.jsonl")
+    ids = lambda problems: sorted(p["question_id"] for p in problems)  # noqa: E731
+    problems, meta = load_problems(raw)
+    assert ids(problems) == ["3314", "abc999_a"] and meta["start_date"] == "2024-08-01"
+    problems, meta = load_problems(raw, start_date="2024-08-01", end_date="2025-03-01")
+    assert ids(problems) == ["2000_A", "3314", "abc999_a"] and meta["end_date"] == "2025-03-01"
+    assert ids(load_problems(raw, limit=1)[0]) == ["abc999_a"]
+    built = tmp_path / "built"
+    assert coderl("data", "lcb", "--source", raw, "--out", str(built), "--start-date", "2024-01-01",
+                  "--end-date", "2025-12-31").returncode == 0
+    assert len(load_problems(str(built))[0]) == 3  # the builder drops the test-less "Early" row
+    assert ids(load_problems(str(built), end_date="2024-12-31")[0]) == ["abc999_a"]
+    with pytest.raises(BadRequest, match="YYYY-MM-DD"):
+        load_problems(raw, start_date="August")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("{not json\n")
+    with pytest.raises(BadRequest, match="bad.jsonl:1: not a JSON object"):
+        load_problems(str(bad))

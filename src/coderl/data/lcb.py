@@ -47,7 +47,9 @@ def release_files(release: str) -> list[str]:
     raise BadRequest(f"unknown LiveCodeBench release {release!r}: use release_v1..release_v6, release_latest, vN or vA_vB")
 
 
-def _date(text: str, what: str) -> datetime:
+def parse_date(text: str, what: str) -> datetime:
+    """A YYYY-MM-DD bound at midnight, as LiveCodeBench parses its window (so an end date includes
+    contests that day at 00:00, as the official filter does)."""
     try:
         return datetime.strptime(text, "%Y-%m-%d")
     except ValueError:
@@ -117,7 +119,7 @@ def _download(repo: str, filename: str) -> str:
 def build_lcb(source: str, out_dir: str | Path, *, release: str = DEFAULT_RELEASE, start_date: str = DEFAULT_START,
               end_date: str = DEFAULT_END, prompt_style: str = "generic", limit: int | None = None) -> BuildReport:
     """Write problems.jsonl, problems.parquet, meta.json and report.json under out_dir."""
-    start, end = _date(start_date, "start date"), _date(end_date, "end date")
+    start, end = parse_date(start_date, "start date"), parse_date(end_date, "end date")
     if start > end:
         raise BadRequest(f"start date {start_date} is after end date {end_date}")
     lcb_messages("", "", prompt_style)  # an unknown style is a bad request before any reading

@@ -35,6 +35,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--tensor-parallel-size", type=_positive_int, default=1, help="vllm backend")
     p.add_argument("--timeout", type=_positive_float, default=6.0, help="CPU seconds per test (LiveCodeBench: 6)")
     p.add_argument("--memory-mb", type=_positive_int, default=1024)
+    p.add_argument("--start-date", help="only problems from this contest date on (inclusive; raw LiveCodeBench "
+                                        "rows default to the recipe's 2024-08-01)")
+    p.add_argument("--end-date", help="only problems up to this contest date (inclusive; raw rows default to 2025-02-01)")
     p.add_argument("--extraction", choices=("lcb", "coderl"), default="lcb",
                    help="code extraction: lcb, LiveCodeBench's own rule (the last two fence lines; default, "
                         "comparable with official numbers); coderl, the reward's rule with its fallbacks")
@@ -77,7 +80,8 @@ def _lcb(args: argparse.Namespace) -> int:
                      base_url=args.base_url, model=args.model, responses=args.responses, sandbox_url=args.sandbox_url,
                      tools=args.tools, max_turns=args.max_turns, concurrency=args.concurrency,
                      tensor_parallel_size=args.tensor_parallel_size, limit=args.limit, cpu_s=args.timeout,
-                     memory_mb=args.memory_mb, extraction=args.extraction)
+                     memory_mb=args.memory_mb, extraction=args.extraction,
+                     start_date=args.start_date, end_date=args.end_date)
     summary = asyncio.run(evaluate(cfg))
     print(markdown(summary))
     code = exit_code(summary)

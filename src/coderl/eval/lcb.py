@@ -43,13 +43,21 @@ class EvalConfig:
     cpu_s: float = 6.0  # LiveCodeBench's per-test timeout
     memory_mb: int = 1024
     extraction: str = "lcb"  # lcb (LiveCodeBench's rule) | coderl (the reward's, with fallbacks)
+    start_date: str | None = None  # an inclusive contest-date window; raw rows default to the recipe's
+    end_date: str | None = None
 
 
-def load_problems(path: str, limit: int | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def load_problems(path: str, limit: int | None = None, start_date: str | None = None,
+                  end_date: str | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """problems.jsonl from `coderl data lcb` (with its meta.json: release and window), or raw
-    LiveCodeBench rows (then unfiltered, and the summary says the window is unknown)."""
+    LiveCodeBench rows. A date window (inclusive, as LiveCodeBench compares) filters either; raw rows
+    get the recipe's (2024-08-01..2025-02-01) unless one is given, since a raw file holds every date
+    of its release and an unfiltered pass@1 is not comparable with anything. ``limit`` counts
+    problems inside the window."""
+    from datetime import datetime
+
     from coderl.data.common import Drop, read_rows
-    from coderl.data.lcb import lcb_row
+    from coderl.data.lcb import DEFAULT_END, DEFAULT_START, lcb_row, parse_date
     from coderl.judge.formats import to_spec
 
     p = Path(path)
@@ -58,14 +66,28 @@ def load_problems(path: str, limit: int | None = None) -> tuple[list[dict[str, A
     source = p / "problems.jsonl" if p.is_dir() else p
     meta_file = source.parent / "meta.json"
     meta = json.loads(meta_file.read_text()) if meta_file.is_file() else {}
+    window = (start_date, end_date) if start_date or end_date else None
     problems: list[dict[str, Any]] = []
     seen: set[str] = set()
-    for n, row in enumerate(read_rows(source, limit=limit), 1):
+    for n, row in enumerate(read_rows(source), 1):
+        if limit is not None and len(problems) >= limit:
+            break
+        if not isinstance(row, dict) or "__malformed__" in row:
+            raise BadRequest(f"{source}:{n}: not a JSON object")
         try:
             if "tests" not in row:  # a raw LiveCodeBench row
-                from datetime import datetime
-
-                row = lcb_row(row, datetime.min, datetime.max)
+                window = window or (DEFAULT_START, DEFAULT_END)
+            start = parse_date(window[0], "--start-date") if window and window[0] else datetime.min
+            end = parse_date(window[1], "--end-date") if window and window[1] else datetime.max
+            if "tests" not in row:
+                try:
+                    row = lcb_row(row, start, end)
+                except Drop as drop:
+                    if drop.reason == "outside the date window":
+                        continue
+                    raise
+            elif window and not start <= datetime.fromisoformat(str(row.get("contest_date"))) <= end:
+                continue
             to_spec(row["tests"])  # unreadable tests fail here, not as sandbox errors later
             qid = str(row["question_id"])
             if not isinstance(row.get("prompt"), list):
@@ -74,12 +96,17 @@ def load_problems(path: str, limit: int | None = None) -> tuple[list[dict[str, A
             raise BadRequest(f"{source}:{n}: {drop.reason} {drop.detail}".rstrip()) from None
         except (KeyError, TypeError) as exc:
             raise BadRequest(f"{source}:{n}: not a `coderl data lcb` problem (missing {exc})") from None
+        except ValueError as exc:
+            raise BadRequest(f"{source}:{n}: contest_date: {exc}") from None
         if qid in seen:
             raise BadRequest(f"{source}:{n}: duplicate question_id {qid}")
         seen.add(qid)
         problems.append(row)
     if not problems:
-        raise BadRequest(f"{source}: no problems in it")
+        raise BadRequest(f"{source}: no problems in it" + (f" from {window[0]} to {window[1]}" if window else ""))
+    if window:
+        meta = {**meta, "start_date": window[0], "end_date": window[1],
+                "release": meta.get("release") or f"rows of {source.name}"}
     return problems, meta
 
 
@@ -87,7 +114,7 @@ async def evaluate(cfg: EvalConfig) -> dict[str, Any]:
     """Run (or resume) an evaluation; returns the summary, also written next to the samples."""
     if cfg.sampling.n < 1:
         raise BadRequest("n must be at least 1")
-    problems, meta = load_problems(cfg.problems, cfg.limit)
+    problems, meta = load_problems(cfg.problems, cfg.limit, cfg.start_date, cfg.end_date)
     out = Path(cfg.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     _check_same_run(out / "run.json", cfg)
