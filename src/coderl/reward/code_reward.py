@@ -65,7 +65,7 @@ async def compute_score(data_source: str, solution_str: str, ground_truth: Any, 
     result: dict[str, Any] | None = None
     for attempt in range(retries + 1):
         try:
-            (result,) = await _judge(url, [submission])
+            result = await _judge(url, submission)
         except BadRequest as exc:  # the tests themselves are broken: not the model's fault either
             result = {"verdict": None, "error": {"type": type(exc).__name__, "message": str(exc)}}
         except CoderlError as exc:  # unreachable / overloaded after the client's own retries
@@ -133,7 +133,9 @@ def tests_of(ground_truth: Any) -> Any:
     return ground_truth
 
 
-async def _judge(url: str | list[str] | None, submissions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+async def _judge(url: str | list[str] | None, submission: dict[str, Any]) -> dict[str, Any]:
+    """One sample's result. Through the service, the samples a worker scores at the same time share
+    /v1/judge requests (`SandboxClient.judge_one`)."""
     loop = asyncio.get_running_loop()
     if url:
         from coderl.client import SandboxClient
@@ -142,8 +144,8 @@ async def _judge(url: str | list[str] | None, submissions: list[dict[str, Any]])
         clients = _clients.setdefault(loop, {})
         if urls not in clients:
             clients[urls] = SandboxClient(list(urls), retries=4)
-        return await clients[urls].judge(submissions)
-    return await _embedded_judge(loop, submissions)
+        return await clients[urls].judge_one(submission)
+    return (await _embedded_judge(loop, [submission]))[0]
 
 
 async def _embedded_judge(loop: asyncio.AbstractEventLoop, submissions: list[dict[str, Any]]) -> list[dict[str, Any]]:
