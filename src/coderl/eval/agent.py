@@ -17,7 +17,7 @@ from coderl.eval.backends import Generation, Item, OpenAIBackend
 from coderl.tools.schema import CODE_INTERPRETER_SCHEMA, render
 
 _TEXT_CALL = re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.S)
-DEFAULT_TIMEOUT_S, MAX_TIMEOUT_S, MEMORY_MB, MAX_OUTPUT_CHARS = 10.0, 30.0, 1024, 4000
+DEFAULT_TIMEOUT_S, MAX_TIMEOUT_S, MEMORY_MB, MAX_OUTPUT_CHARS = 10.0, 30.0, 1024, 560
 
 
 class Runner(Protocol):

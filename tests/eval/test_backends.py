@@ -1,0 +1,167 @@
+"""The generation backends' contracts on their own: the endpoint's retry policy and concurrency
+limit against a scripted server, vLLM through a stand-in module (vLLM itself is only in the
+accelerator images), and the tool mode's turn limit; the tool mode's limits match training's."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import threading
+import time
+import types
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+import yaml
+
+from coderl.errors import BadRequest, ServiceUnavailable
+from coderl.eval import agent
+from coderl.eval.backends import OpenAIBackend, Sampling, VLLMBackend
+from tests.helpers.service import free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+OK = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "done"}, "finish_reason": "stop"}]}
+
+
+def scripted(replies: list) -> tuple[ThreadingHTTPServer, dict]:
+    """Answers the i-th request with replies[i] (then the last one): a status code, OK, or "drop"
+    (close the connection without answering); records the most requests seen in flight."""
+    state = {"calls": 0, "in_flight": 0, "most": 0}
+    lock = threading.Lock()
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):  # noqa: N802
+            self.rfile.read(int(self.headers["Content-Length"]))
+            with lock:
+                reply = replies[min(state["calls"], len(replies) - 1)]
+                state["calls"] += 1
+                state["in_flight"] += 1
+                state["most"] = max(state["most"], state["in_flight"])
+            time.sleep(0.05)
+            with lock:
+                state["in_flight"] -= 1
+            if reply == "drop":
+                self.close_connection = True
+                self.connection.shutdown(2)
+                return
+            code, body = (200, OK) if reply == "ok" else (reply, {"error": "scripted"})
+            data = json.dumps(body).encode()
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, state
+
+
+def chat(server: ThreadingHTTPServer, **kwargs) -> tuple[object, float]:
+    async def main():
+        backend = OpenAIBackend(f"http://127.0.0.1:{server.server_address[1]}/v1", "m", Sampling(), **kwargs)
+        try:
+            return await backend.chat([{"role": "user", "content": "hi"}])
+        except Exception as exc:  # noqa: BLE001 - returned for the assertions
+            return exc
+        finally:
+            await backend.aclose()
+
+    started = time.monotonic()
+    out = asyncio.run(main())
+    server.shutdown()
+    return out, time.monotonic() - started
+
+
+def test_endpoint_retries_429_5xx_and_dropped_connections(monkeypatch):
+    monkeypatch.setattr("coderl.eval.backends.random.uniform", lambda a, b: 0.01)  # no waiting in tests
+    server, state = scripted([429, 503, "drop", 500, "ok"])
+    reply, _ = chat(server, retries=4)
+    assert reply == {"message": {"role": "assistant", "content": "done"}, "finish_reason": "stop"}
+    assert state["calls"] == 5
+
+
+def test_endpoint_gives_up_after_its_retries_and_stops_at_once_on_other_4xx(monkeypatch):
+    monkeypatch.setattr("coderl.eval.backends.random.uniform", lambda a, b: 0.01)
+    server, state = scripted([502])
+    error, _ = chat(server, retries=2)
+    assert isinstance(error, ServiceUnavailable) and "HTTP 502" in str(error) and state["calls"] == 3
+    server, state = scripted([400])
+    error, _ = chat(server, retries=5)
+    assert isinstance(error, BadRequest) and "HTTP 400" in str(error) and state["calls"] == 1
+
+
+def test_endpoint_concurrency_limit():
+    server, state = scripted(["ok"])
+
+    async def main():
+        backend = OpenAIBackend(f"http://127.0.0.1:{server.server_address[1]}/v1", "m", Sampling(), concurrency=3)
+        try:
+            items = [({"prompt": [{"role": "user", "content": str(i)}]}, 0) for i in range(12)]
+            return await backend.generate(items)
+        finally:
+            await backend.aclose()
+
+    out = asyncio.run(main())
+    server.shutdown()
+    assert [g.text for g in out] == ["done"] * 12 and state["calls"] == 12 and state["most"] == 3
+
+
+def test_vllm_backend_batches_with_the_sampling_settings(monkeypatch):
+    seen: dict = {}
+
+    class SamplingParams:
+        def __init__(self, **kwargs):
+            seen["params"] = kwargs
+
+    class LLM:
+        def __init__(self, **kwargs):
+            seen["llm"] = kwargs
+
+        def chat(self, conversations, params, use_tqdm, **kwargs):
+            seen["chat"] = kwargs
+            out = types.SimpleNamespace
+            return [out(outputs=[out(text=f"answer {c[-1]['content']}", finish_reason="stop")]) for c in conversations]
+
+    monkeypatch.setitem(sys.modules, "vllm", types.SimpleNamespace(LLM=LLM, SamplingParams=SamplingParams))
+    backend = VLLMBackend("/models/x", Sampling(n=4, temperature=0.6, top_p=0.95, max_tokens=128, enable_thinking=False),
+                          tensor_parallel_size=2)
+    items = [({"prompt": [{"role": "user", "content": q}]}, i) for i, q in enumerate(["a", "b"])]
+    out = asyncio.run(backend.generate(items))
+    assert [g.text for g in out] == ["answer a", "answer b"] and out[0].finish_reason == "stop"
+    assert seen["llm"] == {"model": "/models/x", "tensor_parallel_size": 2}
+    assert seen["params"] == {"n": 1, "temperature": 0.6, "top_p": 0.95, "top_k": -1, "max_tokens": 128}
+    assert seen["chat"] == {"chat_template_kwargs": {"enable_thinking": False}}
+    monkeypatch.setitem(sys.modules, "vllm", None)
+    with pytest.raises(BadRequest, match="needs vLLM"):
+        VLLMBackend("/models/x", Sampling())
+
+
+def test_tool_mode_stops_at_the_turn_limit():
+    class Looping:
+        calls = 0
+
+        async def chat(self, messages, tools=None):
+            Looping.calls += 1
+            call = {"id": f"c{Looping.calls}", "type": "function",
+                    "function": {"name": "code_interpreter", "arguments": json.dumps({"code": "print(1)"})}}
+            return {"message": {"role": "assistant", "content": "again", "tool_calls": [call]},
+                    "finish_reason": "tool_calls"}
+
+    class Sandbox:
+        async def run(self, language, code, stdin, limits):
+            return {"compile": None, "run": {"status": "ok", "stdout": "1\n", "stderr": ""}}
+
+    gen = asyncio.run(agent.ToolAgent(Looping(), Sandbox(), max_turns=3).episode([{"role": "user", "content": "x"}]))
+    assert Looping.calls == 3 and gen.tool_calls == 3 and gen.text.count("<tool_response>") == 3
+
+
+def test_tool_mode_limits_are_trainings():
+    config = yaml.safe_load((ROOT / "tool_config" / "code_interpreter.yaml").read_text())["tools"][0]["config"]
+    ours = (agent.DEFAULT_TIMEOUT_S, agent.MAX_TIMEOUT_S, agent.MEMORY_MB, agent.MAX_OUTPUT_CHARS)
+    assert ours == tuple(config[k] for k in ("default_timeout", "max_timeout", "memory_mb", "max_output_chars"))
