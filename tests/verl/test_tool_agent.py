@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.service import free_port
 from tests.verl.conftest import compose
 
 pytestmark = pytest.mark.verl
@@ -79,7 +80,7 @@ def test_tool_reports_limits_and_errors(tokenizer, tiny_model, sandbox_url, monk
     from coderl.tools.schema import CODE_INTERPRETER_SCHEMA
 
     monkeypatch.setenv("CODERL_SANDBOX_URL", sandbox_url)
-    tool = CodeInterpreterTool({"type": "native", "max_timeout": 1, "max_output_chars": 100},
+    tool = CodeInterpreterTool({"type": "native", "max_timeout": 1, "max_output_chars": 100, "memory_mb": 64},
                                OpenAIFunctionToolSchema.model_validate(CODE_INTERPRETER_SCHEMA))
 
     async def run(params):
@@ -88,11 +89,19 @@ def test_tool_reports_limits_and_errors(tokenizer, tiny_model, sandbox_url, monk
     async def main():
         return [await run({"code": "while True: pass", "timeout": 99}), await run({"code": "print('a' * 1000)"}),
                 await run({"code": "int main( {", "language": "cpp"}), await run({"code": ""}),
-                await run({"code": "raise ValueError('boom')"})]
+                await run({"code": "raise ValueError('boom')"}), await run({"code": "x = bytearray(300 << 20)"}),
+                await run({"code": "print(1)", "language": "cobol"})]
 
-    tle, long, ce, empty, error = asyncio.run(main())
+    tle, long, ce, empty, error, mle, unknown = asyncio.run(main())
     assert tle.startswith("status: time limit exceeded")
     assert "characters cut" in long and len(long) < 400
     assert ce.startswith("status: compile error")
     assert empty.startswith("error:")
     assert error.startswith("status: runtime error") and "ValueError: boom" in error
+    assert mle.startswith("status: memory limit exceeded")
+    assert unknown.startswith("error:") and "cobol" in unknown and "python" in unknown  # the model's to fix
+
+    down = CodeInterpreterTool({"type": "native", "sandbox_url": f"http://127.0.0.1:{free_port()}", "retries": 0},
+                               OpenAIFunctionToolSchema.model_validate(CODE_INTERPRETER_SCHEMA))
+    response, reward, metrics = asyncio.run(down.execute("y", {"code": "print(1)"}))
+    assert response.text.startswith("status: sandbox unavailable") and metrics["sandbox_error"] == 1 and reward == 0.0
