@@ -160,7 +160,9 @@ class Slot:
                                  ({**batch, "limits": self._wire_limits(limits, memory_overhead_mb)}, batch_blobs))
             else:
                 await self._send(prepare, list(files.values()))
-            reply, blobs = await self._receive(compile_limits.wall_s + _PROTOCOL_GRACE_S)
+            # pipelined, the prepare step (a Python compile) runs under the run limits: a hung runner
+            # is noticed after those, not after a compiler's
+            reply, blobs = await self._receive((limits if pipelined else compile_limits).wall_s + _PROTOCOL_GRACE_S)
             compiled = CompileResult(ok=bool(reply["ok"]), run=self._run_result(reply["run"], *blobs)) \
                 if "run" in reply else None
             if not pipelined:

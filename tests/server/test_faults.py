@@ -1,0 +1,124 @@
+"""Faults and limits of the real service that the load tests do not reach: settings from CODERL_*
+variables, a chunked body over the cap, the per-request deadline, a hung runner, graceful drain."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.helpers.service import running_service
+
+SLEEPY = {"code": "import time\ntime.sleep(0.8)\nprint(1)", "tests": {"inputs": [""] * 5, "outputs": ["1"] * 5}}
+
+
+def _service_pid(url: str) -> int:
+    port = url.rsplit(":", 1)[1].encode()
+    for p in Path("/proc").iterdir():
+        try:
+            cmd = (p / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if p.name.isdigit() and b"serve" in cmd and port in cmd:
+            return int(p.name)
+    raise AssertionError("service process not found")
+
+
+def _runners_of(service_pid: int) -> list[int]:
+    out = []
+    for p in Path("/proc").iterdir():
+        if not p.name.isdigit():
+            continue
+        try:
+            if b"runner.py" not in (p / "cmdline").read_bytes():
+                continue
+            pid = int(p.name)
+            while pid > 1:  # an ancestor must be the service
+                pid = int((Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                if pid == service_pid:
+                    out.append(int(p.name))
+                    break
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+@pytest.fixture(scope="module")
+def small_service():
+    """One slot, a 1 MiB body cap and a queue of 8, all set through CODERL_* variables."""
+    saved = {k: os.environ.get(k) for k in ("CODERL_MAX_BODY_MB", "CODERL_QUEUE")}
+    os.environ.update(CODERL_MAX_BODY_MB="1", CODERL_QUEUE="8")
+    try:
+        with running_service(slots=1) as url:
+            yield url
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def test_settings_come_from_coderl_variables(small_service):
+    caps = httpx.get(small_service + "/v1/capabilities").json()
+    assert caps["slots"] == 1 and caps["queue_capacity"] == 8
+
+
+def test_chunked_body_over_the_cap_is_a_clean_413(small_service):
+    def chunks():
+        for _ in range(40):
+            yield b" " * 65536  # 2.5 MiB with no Content-Length: counted as it streams
+
+    r = httpx.post(small_service + "/v1/run", content=chunks(), headers={"content-type": "application/json"},
+                   timeout=30)
+    assert r.status_code == 413 and "over 1 MiB" in r.json()["detail"]
+    assert r.headers["x-coderl-isolation"] == "bwrap"
+    again = httpx.post(small_service + "/v1/run", json={"language": "python", "code": "print(2)"})
+    assert again.json()["run"]["stdout"] == "2\n"
+
+
+def test_request_deadline_is_504_with_retry_after(small_service):
+    r = httpx.post(small_service + "/v1/judge", json={"submissions": [SLEEPY], "timeout_s": 1}, timeout=30)
+    assert r.status_code == 504 and r.headers["Retry-After"] and "deadline of 1 s" in r.json()["detail"]
+    assert r.headers["x-coderl-isolation"] == "bwrap"
+
+
+def test_hung_runner_is_replaced_and_the_work_retried(small_service):
+    """A runner that stops answering (SIGSTOP) is given up after its run's wall limit plus a grace
+    period, replaced, and the submission resumed on the fresh slot: never a verdict about the program."""
+    service = _service_pid(small_service)
+    before = _runners_of(service)
+    assert before
+    for pid in before:
+        os.kill(pid, signal.SIGSTOP)
+    body = {"submissions": [{"code": "print(int(input()) * 2)", "tests": {"inputs": ["2\n"], "outputs": ["4\n"]},
+                             "limits": {"cpu_s": 1, "wall_s": 1}}]}
+    started = time.monotonic()
+    result = httpx.post(small_service + "/v1/judge", json=body, timeout=120).json()["results"][0]
+    assert result["verdict"] == "accepted" and time.monotonic() - started < 30  # 1 s wall + 10 s grace, then a retry
+    assert set(_runners_of(service)).isdisjoint(before)  # replaced, and the stopped one is gone
+    metrics = httpx.get(small_service + "/metrics").text
+    assert any(line.startswith("coderl_slot_restarts") and float(line.split()[-1]) >= 1 for line in metrics.splitlines())
+
+
+def test_sigterm_drains_in_flight_work_then_stops():
+    with running_service(slots=1) as url:
+        service = _service_pid(url)
+
+        async def main():
+            async with httpx.AsyncClient(timeout=60) as c:
+                request = asyncio.ensure_future(c.post(url + "/v1/judge", json={"submissions": [SLEEPY]}))
+                await asyncio.sleep(1.0)  # the work is running
+                os.kill(service, signal.SIGTERM)
+                return await request
+
+        response = asyncio.run(main())
+        assert response.status_code == 200 and response.json()["results"][0]["verdict"] == "accepted"
+        time.sleep(1.0)
+        with pytest.raises(httpx.ConnectError):
+            httpx.get(url + "/healthz", timeout=5)
