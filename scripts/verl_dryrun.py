@@ -327,8 +327,9 @@ def check_sft(overrides: list[str], strict: bool, problems: list[str]) -> dict[s
         with open_dict(cfg):
             cfg.model.path = stand_in_model()
     key = cfg.data.get("messages_key", "messages")
-    check_columns(_files(cfg.data.train_files), {key}, "train data", problems, strict)
-    check_columns(_files(cfg.data.get("val_files")), {key}, "validation data", problems, strict)
+    columns = {key} | ({cfg.data.tools_key} if cfg.data.get("tools_key") else set())  # the tool-call SFT needs both
+    check_columns(_files(cfg.data.train_files), columns, "train data", problems, strict)
+    check_columns(_files(cfg.data.get("val_files")), columns, "validation data", problems, strict)
     from verl.utils.config import omega_conf_to_dataclass
 
     verl_check("config", OmegaConf.resolve, cfg)

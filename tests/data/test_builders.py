@@ -140,6 +140,11 @@ def test_cli_reports_and_bad_input(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "coderl.cli", "data", "lcb", "--source", str(tmp_path), "--out",
                           str(tmp_path / "l"), "--release", "v9"], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "unknown LiveCodeBench release" in bad.stderr and "Traceback" not in bad.stderr
+    for args, needle in ((["rl", "--val-fraction", "1.5"], "--val-fraction: must be in [0, 1)"),
+                         (["lcb", "--limit", "-1"], "--limit: must be at least 1")):
+        wrong = subprocess.run([sys.executable, "-m", "coderl.cli", "data", args[0], "--source", src, "--out",
+                                str(tmp_path / "w"), *args[1:]], capture_output=True, text=True, timeout=120)
+        assert wrong.returncode == 2 and needle in wrong.stderr and wrong.stderr.count("\n") == 1
 
 
 def test_real_rows_of_every_eval_source_build_and_humaneval_golds_pass(tmp_path, judge):

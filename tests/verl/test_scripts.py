@@ -90,3 +90,13 @@ def test_training_refuses_without_accelerators_or_without_a_sandbox():
     down = script("run_code_rl_demo.sh", env={"DEVICE": "cuda", "N_GPUS": "1",
                                               "SANDBOX_URL": f"http://127.0.0.1:{free_port()}"})
     assert down.returncode == 1 and "is not ready" in down.stderr, down.stderr[-2000:]
+
+
+def test_sft_dry_run_requires_the_tools_column(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "sft.parquet"
+    pq.write_table(pa.table({"messages": [[{"role": "user", "content": "hi"}]]}), path)
+    done = script("run_toolcall_sft.sh", "--dry-run", f"data.train_files={path}", f"data.val_files={path}")
+    assert done.returncode == 1 and "missing columns ['tools']" in done.stderr, done.stderr[-2000:]
