@@ -175,3 +175,17 @@ def test_lcb_extraction_rule_is_livecodebenchs():
     for bad in ("```python\nx = 1", "x = 1", "```\n\n```"):
         with pytest.raises(NoCodeFound):
             extract_lcb(bad)
+
+
+def test_primeintellect_rows_mixing_test_kinds_are_refused():
+    from coderl.errors import InvalidTestSpec
+    from coderl.judge import to_spec
+
+    stdio = {"type": "stdin_stdout", "input": "1\n", "output": "1\n", "fn_name": None}
+    call = {"type": "function_call", "input": [1], "output": [1], "fn_name": "f"}
+    assert to_spec({"language": "python", "test_cases": [stdio, stdio]}, "primeintellect").mode == "stdio"
+    assert to_spec({"language": "python", "test_cases": [call, call]}, "primeintellect").fn_name == "f"
+    for cases, needle in (([stdio, call], "mix function_call and stdin_stdout"),
+                          ([call, {**call, "fn_name": "g"}], "different functions"), ([stdio, "x"], "object")):
+        with pytest.raises(InvalidTestSpec, match=needle):
+            to_spec({"language": "python", "test_cases": cases}, "primeintellect")

@@ -180,9 +180,16 @@ def _primeintellect(info: dict) -> TestSpec:
     cases = info["test_cases"]
     if not isinstance(cases, list) or not cases:
         raise InvalidTestSpec("primeintellect: test_cases must be a non-empty list")
-    first = cases[0]
-    if first.get("type") == "function_call" or first.get("fn_name"):
-        return TestSpec(mode="function", fn_name=first["fn_name"], compare={"wrapped_output": True},
+    if not all(isinstance(c, dict) for c in cases):
+        raise InvalidTestSpec("primeintellect: every test case must be an object")
+    kinds = {"function" if c.get("type") == "function_call" or c.get("fn_name") else "stdio" for c in cases}
+    if len(kinds) > 1:  # judged one way, half the row would be misread
+        raise InvalidTestSpec("primeintellect: test_cases mix function_call and stdin_stdout cases")
+    if kinds == {"function"}:
+        names = {c.get("fn_name") for c in cases}
+        if len(names) != 1:
+            raise InvalidTestSpec(f"primeintellect: test_cases name different functions: {sorted(map(str, names))}")
+        return TestSpec(mode="function", fn_name=names.pop(), compare={"wrapped_output": True},
                         cases=[{"args": _args(c["input"]), "output": c["output"]} for c in cases])
     return TestSpec(mode="stdio", cases=[{"input": _text(c["input"]), "output": _text(c["output"])} for c in cases])
 
