@@ -68,13 +68,7 @@ def test_runs_the_command_once_ready_and_exits_with_its_code():
 def test_forwards_sigterm_to_the_command():
     port = free_port()
     proc = subprocess.Popen([str(ENTRYPOINT), "sleep", "300"], env=env(port), stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=2).status_code == 200:
-                break
-        except httpx.HTTPError:
-            time.sleep(0.3)
+    _wait_ready(port)
     time.sleep(0.5)
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(30) == 128 + signal.SIGTERM  # sleep died of the forwarded SIGTERM

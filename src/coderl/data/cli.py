@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from coderl.argtypes import fraction, positive_int
+
 EVAL_KINDS = ("humaneval", "mbpp", "code_contests", "taco", "apps")
 
 
@@ -17,13 +19,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        help="local .parquet/.jsonl/.json(.gz) file or directory, a datasets save_to_disk "
                             "directory, or a hub name (org/name; needs network)")
         p.add_argument("--out", required=True, help="output directory")
-        p.add_argument("--limit", type=_positive_int, help="read at most this many rows (quick runs)")
+        p.add_argument("--limit", type=positive_int, help="read at most this many rows (quick runs)")
 
     rl = sub.add_parser("rl", help="PrimeIntellect/verifiable-coding-problems -> verl RL parquet")
     common(rl)
-    rl.add_argument("--val-fraction", type=_fraction, default=0.01, help="in [0, 1)")
+    rl.add_argument("--val-fraction", type=fraction, default=0.01, help="in [0, 1)")
     rl.add_argument("--seed", type=int, default=42)
-    rl.add_argument("--min-tests", type=_positive_int, default=5)
+    rl.add_argument("--min-tests", type=positive_int, default=5)
     rl.add_argument("--decontaminate", action="append", default=[], metavar="PROBLEMS",
                     help="evaluation problems to keep out (problems.jsonl from `coderl data lcb`, or any file "
                          "with question_content/prompt); repeatable")
@@ -32,7 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     common(sft)
     sft.add_argument("--tokenizer", help="tokenizer dir whose chat template every row must render with "
                                          "(default: the offline Qwen tokenizer)")
-    sft.add_argument("--val-fraction", type=_fraction, default=0.02, help="in [0, 1)")
+    sft.add_argument("--val-fraction", type=fraction, default=0.02, help="in [0, 1)")
     sft.add_argument("--seed", type=int, default=42)
     sft.set_defaults(func=_sft)
     lcb = sub.add_parser("lcb", help="LiveCodeBench code_generation_lite -> evaluation set")
@@ -82,17 +84,3 @@ def _evalset(args: argparse.Namespace) -> int:
 
     print(build_evalset(args.kind, args.source, args.out, fmt=args.format, split=args.split, limit=args.limit).summary())
     return 0
-
-
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
-def _fraction(text: str) -> float:
-    value = float(text)
-    if not 0 <= value < 1:
-        raise argparse.ArgumentTypeError(f"must be in [0, 1), got {text}")
-    return value

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from coderl.argtypes import positive_float, positive_int
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     ev = subparsers.add_parser("eval", help="evaluate a model on LiveCodeBench through the sandbox")
@@ -22,26 +24,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--model", help="served model name (openai) or Hugging Face model dir (vllm)")
     p.add_argument("--responses", help="JSONL {question_id, response | responses: [...]} (--backend responses)")
     p.add_argument("--sandbox-url", help="coderl service URL(s), comma-separated; default: an in-process engine")
-    p.add_argument("--n", type=_positive_int, default=4, help="samples per problem (default 4)")
+    p.add_argument("--n", type=positive_int, default=4, help="samples per problem (default 4)")
     p.add_argument("--temperature", type=float, default=0.6)
     p.add_argument("--top-p", type=float, default=0.95)
     p.add_argument("--top-k", type=int)
-    p.add_argument("--max-tokens", type=_positive_int, default=32768)
+    p.add_argument("--max-tokens", type=positive_int, default=32768)
     p.add_argument("--thinking", choices=("on", "off"), help="chat template enable_thinking (default: the template's)")
     p.add_argument("--tools", action="store_true", help="multi-turn with the code_interpreter tool, as in training")
-    p.add_argument("--max-turns", type=_positive_int, default=16, help="assistant turns with --tools (default 16)")
-    p.add_argument("--concurrency", type=_positive_int,
+    p.add_argument("--max-turns", type=positive_int, default=16, help="assistant turns with --tools (default 16)")
+    p.add_argument("--concurrency", type=positive_int,
                    help="requests in flight (openai, default 32) or samples per batch (vllm, default 512)")
-    p.add_argument("--tensor-parallel-size", type=_positive_int, default=1, help="vllm backend")
-    p.add_argument("--timeout", type=_positive_float, default=6.0, help="CPU seconds per test (LiveCodeBench: 6)")
-    p.add_argument("--memory-mb", type=_positive_int, default=1024)
+    p.add_argument("--tensor-parallel-size", type=positive_int, default=1, help="vllm backend")
+    p.add_argument("--timeout", type=positive_float, default=6.0, help="CPU seconds per test (LiveCodeBench: 6)")
+    p.add_argument("--memory-mb", type=positive_int, default=1024)
     p.add_argument("--start-date", help="only problems from this contest date on (inclusive; raw LiveCodeBench "
                                         "rows default to the recipe's 2024-08-01)")
     p.add_argument("--end-date", help="only problems up to this contest date (inclusive; raw rows default to 2025-02-01)")
     p.add_argument("--extraction", choices=("lcb", "coderl"), default="lcb",
                    help="code extraction: lcb, LiveCodeBench's own rule (the last two fence lines; default, "
                         "comparable with official numbers); coderl, the reward's rule with its fallbacks")
-    p.add_argument("--limit", type=_positive_int, help="the first N problems only")
+    p.add_argument("--limit", type=positive_int, help="the first N problems only")
     p.set_defaults(func=_lcb)
     r = sub.add_parser("record", help="put one checkpoint's summary.json into the results table (CSV)",
                        description="One row per step (step,pass@1,easy,medium,hard); a step recorded again replaces "
@@ -52,18 +54,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     r.set_defaults(func=_record)
 
 
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be positive, got {text}")
-    return value
 
 
 def _lcb(args: argparse.Namespace) -> int:
