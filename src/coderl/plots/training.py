@@ -114,7 +114,10 @@ def plot_training(metrics: str | Path, out: str | Path, rollouts: str | Path | N
         _line(twin, s, "response_length/clip_ratio", "clip ratio (hit the length limit)", "tab:red")
         twin.set_ylabel("clip ratio", color="tab:red")
         twin.set_ylim(bottom=0)
-        twin.legend(fontsize=8, loc="lower right")
+        # one legend for both axes, where both curves start low: it covers neither
+        handles, labels = (a + b for a, b in zip(ax.get_legend_handles_labels(), twin.get_legend_handles_labels(),
+                                                 strict=True))
+        ax.legend(handles, labels, fontsize=8, loc="upper left")
 
     ax = axes[1][0]
     _line(ax, s, "num_turns/mean", "turns per sample (all roles)", "tab:purple")
