@@ -4,7 +4,8 @@ Used by the reward, the tool and the evaluator. Retries only what is safe and me
 retry: HTTP 429/503/504, connection errors, and a 5xx that did not come from a coderl process (no
 ``X-Coderl-Isolation`` header: a proxy such as Ray Serve's answering for a replica that died), with jittered exponential backoff (honouring
 Retry-After), moving to the next URL each time. A 4xx is the caller's mistake and raises
-`BadRequest` at once; retries exhausted raise `ServiceUnavailable`.
+`BadRequest` at once; retries exhausted raise `ServiceUnavailable`. A read timeout is not retried
+(`ServiceError`): the service may still be running that work, and sending it again doubles it.
 
     async with SandboxClient("http://127.0.0.1:8080") as client:
         results = await client.judge([{"code": "print(1)", "tests": {"inputs": [""], "outputs": ["1"]}}])
@@ -130,6 +131,8 @@ class SandboxClient:
             url = self.urls[next(self._next)] + path
             try:
                 response = await self._client.request(method, url, json=body)
+            except httpx.ReadTimeout as exc:  # the server may still be working on it: sending it again doubles the load
+                raise ServiceError(f"{method} {path}: no answer within the client's timeout ({exc})") from None
             except (httpx.TransportError, httpx.DecodingError) as exc:
                 last = f"{type(exc).__name__}: {exc}"
                 delay = None

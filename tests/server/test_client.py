@@ -4,6 +4,8 @@ batches, failures reaching every caller, and the retry policy's backoff."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import threading
 
 import pytest
 
@@ -61,3 +63,40 @@ def test_backoff_is_jittered_and_never_below_retry_after(attempt, retry_after):
     assert all(floor <= d <= max(ceiling, floor) for d in delays)
     if retry_after is None:
         assert len(set(delays)) > 100  # jittered
+
+
+def test_a_read_timeout_is_not_sent_again():
+    """The service may still be running the work: the client says so instead of doubling it."""
+    import socket
+
+    from coderl.errors import ServiceError
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    accepted = []
+
+    def hold() -> None:  # accept, never answer
+        listener.settimeout(5)
+        with contextlib.suppress(OSError):
+            while True:
+                accepted.append(listener.accept()[0])
+
+    threading.Thread(target=hold, daemon=True).start()
+
+    async def main():
+        async with SandboxClient(f"http://127.0.0.1:{listener.getsockname()[1]}", timeout_s=0.5, retries=3) as c:
+            return await asyncio.gather(c.judge([{"code": "print(1)", "tests": TESTS}]), return_exceptions=True)
+
+    (error,) = asyncio.run(main())
+    listener.close()
+    assert isinstance(error, ServiceError) and "no answer" in str(error) and len(accepted) == 1
+
+
+def test_serve_takes_ray_and_replicas_from_the_environment(monkeypatch):
+    from coderl.cli import build_parser
+
+    monkeypatch.setenv("CODERL_RAY", "1")
+    monkeypatch.setenv("CODERL_REPLICAS", "3")
+    args = build_parser().parse_args(["serve"])
+    assert args.ray is True and args.replicas == 3

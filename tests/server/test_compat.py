@@ -91,3 +91,17 @@ def test_scalebox_special_judge_and_total_timeout(service_url):
     assert not res["accepted"]
     assert any(t["exec_info"]["status"] == "SandboxError" and t["exec_info"]["message"] == "Total Timeout"
                for t in res["tests"])
+
+
+def test_scalebox_compile_timeout_bounds_the_compiler(service_url):
+    def body(timeout):
+        return {"completion": "```cpp\n#include <iostream>\nint main(){int a,b;std::cin>>a>>b;std::cout<<a+b<<'\\n';}\n```",
+                "config": {"language": "cpp", "compile_timeout": timeout, "run_timeout": 10,
+                           "provided_data": {"test_cases": {"type": "stdin_stdout", "input": ["1 2\n"],
+                                                            "output": ["3\n"], "fn_name": None}},
+                           "extra": {"run_all_cases": True}}}
+
+    ok = httpx.post(service_url + "/common_evaluate_batch", json=body(60), timeout=120).json()
+    assert ok["accepted"], ok
+    cut = httpx.post(service_url + "/common_evaluate_batch", json=body(0.05), timeout=120).json()
+    assert not cut["accepted"] and "time limit" in json.dumps(cut), cut

@@ -22,6 +22,7 @@ from coderl.judge.spec import TestSpec
 from coderl.judge.special import SpecialJudge
 from coderl.judge.verdict import Verdict, worst
 from coderl.sandbox import Engine, Limits, Program, RunResult
+from coderl.sandbox.engine import COMPILE_LIMITS
 
 DEFAULT_LIMITS = Limits(cpu_s=6, wall_s=12, memory_mb=1024)
 
@@ -39,6 +40,7 @@ class Submission:
     stop_on_first_failure: bool = True
     total_time_s: float | None = None
     prelude: bool = True  # LiveCodeBench's import prelude before Python programs
+    compile_s: float | None = None  # the compiler's CPU seconds (wall: twice); None: the engine's default
 
 
 class Judge:
@@ -69,7 +71,10 @@ class Judge:
             verdicts[index] = self._case(spec, index, result, nonce, tests)
             return sub.stop_on_first_failure and verdicts[index].verdict is not Verdict.ACCEPTED
 
-        ex = await self.engine.execute(Program(language, source, prelude=python and sub.prelude), inputs, sub.limits, stop=stop,
+        compile_limits = None if sub.compile_s is None else \
+            COMPILE_LIMITS.replace(cpu_s=sub.compile_s, wall_s=sub.compile_s * 2)
+        ex = await self.engine.execute(Program(language, source, prelude=python and sub.prelude), inputs, sub.limits,
+                                       compile_limits=compile_limits, stop=stop,
                                        total_time_s=sub.total_time_s)
         base = dict(isolation=ex.isolation, code=code, language=language, extraction_rule=rule)
         if ex.compile is not None and not ex.compile.ok:

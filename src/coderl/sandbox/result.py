@@ -114,7 +114,12 @@ class CompileResult:
 
     @property
     def message(self) -> str:
-        return self.run.stderr.decode("utf-8", "replace") or self.run.stdout.decode("utf-8", "replace")
+        """The compiler's diagnostics; when a limit stopped the compiler itself, that first (its
+        output alone would not say why the compile failed)."""
+        text = self.run.stderr.decode("utf-8", "replace") or self.run.stdout.decode("utf-8", "replace")
+        if self.run.status in (RunStatus.TIME_LIMIT, RunStatus.MEMORY_LIMIT, RunStatus.OUTPUT_LIMIT):
+            return f"compiler stopped: {self.run.message}\n{text}".rstrip()
+        return text
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import os
+
+from coderl.argtypes import positive_int
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -16,9 +19,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--max-body-mb", type=float, help="largest request body (CODERL_MAX_BODY_MB, default 64)")
     p.add_argument("--default-memory-mb", type=int, help="memory limit when a request gives none (default 1024)")
     p.add_argument("--log-level", choices=("debug", "info", "warning", "error"))
-    p.add_argument("--ray", action="store_true", help="deploy on the Ray cluster as a Ray Serve application")
-    p.add_argument("--replicas", type=int, default=None, help="with --ray: replicas (default: one per node)")
+    p.add_argument("--ray", action="store_true", default=os.environ.get("CODERL_RAY", "").lower() in ("1", "true"),
+                   help="deploy on the Ray cluster as a Ray Serve application (CODERL_RAY=1)")
+    p.add_argument("--replicas", type=positive_int, default=_env_int("CODERL_REPLICAS"),
+                   help="with --ray: replicas (CODERL_REPLICAS, default: one per node)")
     p.set_defaults(func=_serve)
+
+
+def _env_int(name: str) -> int | None:
+    raw = os.environ.get(name)
+    return positive_int(raw) if raw else None
 
 
 def _serve(args: argparse.Namespace) -> int:

@@ -131,7 +131,7 @@ async def _evaluate(body: EvalRequest, request: Request) -> dict[str, Any]:
         spec = spec.model_copy(update={"checker": checker})
     run_all = bool(extra.get("run_all_cases", False))
     sub = Submission(spec=spec, language=language, code=code, stop_on_first_failure=not run_all,
-                     total_time_s=float(extra.get("total_timeout", 300)),
+                     total_time_s=float(extra.get("total_timeout", 300)), compile_s=cfg.compile_timeout,
                      limits=Limits(cpu_s=cfg.run_timeout, wall_s=cfg.run_timeout,
                                    memory_mb=service.settings.default_memory_mb))
     (outcome,) = await cancel_on_disconnect(request, service.judge_many([sub]), service.settings.request_timeout_s)
