@@ -105,3 +105,21 @@ def test_scalebox_compile_timeout_bounds_the_compiler(service_url):
     assert ok["accepted"], ok
     cut = httpx.post(service_url + "/common_evaluate_batch", json=body(0.05), timeout=120).json()
     assert not cut["accepted"] and "time limit" in json.dumps(cut), cut
+
+
+def test_scalebox_stops_at_the_first_failure_without_run_all_cases(service_url):
+    tc = {"type": "stdin_stdout", "input": ["1\n", "2\n", "3\n"], "output": ["1\n", "9\n", "3\n"], "fn_name": None}
+    res = _eval(service_url, "```python\nprint(input())\n```", tc, run_all_cases=False)
+    assert not res["accepted"] and [t["passed"] for t in res["tests"]] == [True, False]
+
+
+def test_scalebox_special_judge_sees_output_and_answer_under_their_names(service_url):
+    """ScaleBox's names (sandbox-apis.md): stdin.txt the input, stdout.txt the EXPECTED output,
+    answer.txt the contestant's; checked asymmetrically, so a swap would fail."""
+    checker = ("import sys\ngot = open('answer.txt').read().split()\nwant = open('stdout.txt').read().split()\n"
+               "sys.exit(0 if got == ['3', '1', '2'] and want == ['1', '2', '3'] else 1)")
+    tc = {"type": "stdin_stdout", "input": [""], "output": ["1 2 3\n"], "fn_name": None}
+    assert _eval(service_url, "```python\nprint(3, 1, 2)\n```", tc, special_judge_program=checker,
+                 special_judge_language="python")["accepted"]
+    assert not _eval(service_url, "```python\nprint(1, 2, 3)\n```", tc, special_judge_program=checker,
+                     special_judge_language="python")["accepted"]
