@@ -103,10 +103,11 @@ class Slot:
         self.healthy = False
         proc, self._proc = self._proc, None
         if proc is not None and proc.returncode is None:
+            # The slot leads its own session (start_new_session), so this reaches it and everything it
+            # started. No proc.kill() after it: Popen polls before signalling and could reap the
+            # process ahead of asyncio's child watcher, which then warns on stderr.
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, 9)
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(proc.wait(), 5)
         if proc is not None and proc.stdin is not None:
