@@ -66,7 +66,12 @@ def load_problems(path: str, limit: int | None = None, start_date: str | None = 
     source = p / "problems.jsonl" if p.is_dir() else p
     meta_file = source.parent / "meta.json"
     meta = json.loads(meta_file.read_text()) if meta_file.is_file() else {}
+    def bounds_of(window: tuple[str | None, str | None]) -> tuple[datetime, datetime]:
+        return (parse_date(window[0], "--start-date") if window[0] else datetime.min,
+                parse_date(window[1], "--end-date") if window[1] else datetime.max)
+
     window = (start_date, end_date) if start_date or end_date else None
+    bounds = bounds_of(window) if window else None  # a bad date fails before any row is read
     problems: list[dict[str, Any]] = []
     seen: set[str] = set()
     for n, row in enumerate(read_rows(source), 1):
@@ -76,17 +81,16 @@ def load_problems(path: str, limit: int | None = None, start_date: str | None = 
             raise BadRequest(f"{source}:{n}: not a JSON object")
         try:
             if "tests" not in row:  # a raw LiveCodeBench row
-                window = window or (DEFAULT_START, DEFAULT_END)
-            start = parse_date(window[0], "--start-date") if window and window[0] else datetime.min
-            end = parse_date(window[1], "--end-date") if window and window[1] else datetime.max
-            if "tests" not in row:
+                if bounds is None:
+                    window = (DEFAULT_START, DEFAULT_END)
+                    bounds = bounds_of(window)
                 try:
-                    row = lcb_row(row, start, end)
+                    row = lcb_row(row, *bounds)
                 except Drop as drop:
                     if drop.reason == "outside the date window":
                         continue
                     raise
-            elif window and not start <= datetime.fromisoformat(str(row.get("contest_date"))) <= end:
+            elif bounds and not bounds[0] <= datetime.fromisoformat(str(row.get("contest_date"))) <= bounds[1]:
                 continue
             to_spec(row["tests"])  # unreadable tests fail here, not as sandbox errors later
             qid = str(row["question_id"])

@@ -145,10 +145,10 @@ async def _judge(url: str | list[str] | None, submission: dict[str, Any]) -> dic
         if urls not in clients:
             clients[urls] = SandboxClient(list(urls), retries=4)
         return await clients[urls].judge_one(submission)
-    return (await _embedded_judge(loop, [submission]))[0]
+    return await _embedded_judge(loop, submission)
 
 
-async def _embedded_judge(loop: asyncio.AbstractEventLoop, submissions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+async def _embedded_judge(loop: asyncio.AbstractEventLoop, s: dict[str, Any]) -> dict[str, Any]:
     """No URL: an engine in this process (small setups and tests; a service scales better)."""
     from coderl.judge import Judge, Submission
     from coderl.sandbox import Engine, Limits
@@ -157,14 +157,10 @@ async def _embedded_judge(loop: asyncio.AbstractEventLoop, submissions: list[dic
         engine = Engine(slots=int(os.environ.get("CODERL_EMBEDDED_SLOTS", "2")))
         await engine.start()
         _embedded[loop] = Judge(engine)
-    judge = _embedded[loop]
-    results = []
-    for s in submissions:
-        try:
-            res = await judge.judge(Submission(spec=s["tests"], response=s["response"], language=s["language"],
-                                               limits=Limits(**s["limits"]), total_time_s=s["total_time_s"],
-                                               stop_on_first_failure=s["stop_on_first_failure"]))
-            results.append(res.to_dict(include_output=False))
-        except BadRequest as exc:
-            results.append({"verdict": None, "error": {"type": type(exc).__name__, "message": str(exc)}})
-    return results
+    try:
+        res = await _embedded[loop].judge(Submission(
+            spec=s["tests"], response=s["response"], language=s["language"], limits=Limits(**s["limits"]),
+            total_time_s=s["total_time_s"], stop_on_first_failure=s["stop_on_first_failure"]))
+    except BadRequest as exc:
+        return {"verdict": None, "error": {"type": type(exc).__name__, "message": str(exc)}}
+    return res.to_dict(include_output=False)
