@@ -26,8 +26,8 @@ from coderl.sandbox.runner import HEADER, MAX_HEADER, encode_frame, oom_kills
 
 _START_TIMEOUT_S = 20.0
 _PROTOCOL_GRACE_S = 10.0  # on top of a run's own wall limit before we call the runner hung
-_RUNNER_OVERHEAD_MB = 64
-NOT_RECEIVED = object()  # the compile reply had not arrived when the slot failed  # the runner itself + the work dir's files, on top of the program's limit
+_RUNNER_OVERHEAD_MB = 64  # the runner itself + the work dir's files, on top of the program's limit
+NOT_RECEIVED = object()  # the compile reply had not arrived when the slot failed
 
 
 @dataclass(frozen=True)
@@ -60,9 +60,9 @@ class Slot:
         self.uses_cgroup_memory = self.cgroup is not None
         pass_fds: tuple[int, ...] = ()
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
-        oom_fd = os.open(self.cgroup.oom_counter_file, os.O_RDONLY) if self.cgroup else None
         if self.cgroup is not None and self._oom_fd is None:
             self._oom_fd = os.open(self.cgroup.oom_counter_file, os.O_RDONLY)
+        oom_fd = self._oom_fd  # one fd for the runner and for us: both pread it, no offset shared
         if oom_fd is not None:
             pass_fds += (oom_fd,)
         if cfg.isolation == "bwrap":
@@ -87,7 +87,8 @@ class Slot:
                 start_new_session=True)
         finally:
             for fd in pass_fds:
-                os.close(fd)
+                if fd != oom_fd:  # ours stays open (closed in stop)
+                    os.close(fd)
         self._stderr_task = asyncio.create_task(self._drain_stderr())
         try:
             header, _ = await asyncio.wait_for(self._read_frame(), _START_TIMEOUT_S)
