@@ -153,6 +153,7 @@ class Observe:
         self.app = app
         self.service = service
         self.max_bytes = int(service.settings.max_body_mb * 1024 * 1024)
+        self.too_large = f"request body over {service.settings.max_body_mb:g} MiB"
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -170,7 +171,7 @@ class Observe:
             message = await receive()
             received += len(message.get("body", b""))
             if received > self.max_bytes:
-                raise StarletteHTTPException(413, f"request body over {service.settings.max_body_mb:g} MiB")
+                raise StarletteHTTPException(413, self.too_large)
             return message
 
         async def tagged_send(message: Message) -> None:
@@ -183,8 +184,7 @@ class Observe:
         declared = dict(scope["headers"]).get(b"content-length", b"")
         try:
             if declared.isdigit() and int(declared) > self.max_bytes:
-                await _error(413, f"request body over {service.settings.max_body_mb:g} MiB", service)(
-                    scope, receive, tagged_send)
+                await _error(413, self.too_large, service)(scope, receive, tagged_send)
             else:
                 await self.app(scope, counted_receive, tagged_send)
         except Exception as exc:  # a bug of ours: one line in the log, one line to the client
