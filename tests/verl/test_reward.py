@@ -136,8 +136,9 @@ def test_per_step_sample_log_through_verl(tokenizer, sandbox_url, tmp_path):
                                                                                  "codecontests/train/1"}
     assert sorted(lines[0]) == sorted({**out[0]["reward_extra_info"], "step": 0, "split": 0, "data_source": 0,
                                        "input": 0})
-    series = read_rollouts(tmp_path / "samples")
-    assert series  # the figure's reader takes the reward's layout as it is
+    series = read_rollouts(tmp_path / "samples")  # the figure's reader takes the reward's layout as it is
+    assert series["verdict/accepted"] == [(3, 0.5)] and series["verdict/wrong_answer"] == [(3, 0.5)]
+    assert series["tool_calls/mean"] == [(3, 0.0)]
     blocked = tmp_path / "file"
     blocked.write_text("")
     with pytest.warns(UserWarning, match="cannot log the sample"):
