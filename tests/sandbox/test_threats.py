@@ -211,7 +211,7 @@ def test_host_secrets_are_absent(run, tmp_path):
 def test_proc_shows_only_the_sandbox(run):
     src = "import os\nprint(sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))"
     pids = eval(one(run(src)).stdout)
-    assert pids[0] == 1 and len(pids) <= 3  # the runner (1) and the program itself
+    assert pids[0] == 1 and len(pids) <= 3  # the runner (1), the fork server and the program itself
 
 
 def test_system_files_are_read_only(run):
@@ -260,14 +260,50 @@ def test_killing_the_parent_does_nothing(run):
     assert one(run("print(2)")).stdout == b"2\n"
 
 
+def test_killing_the_fork_server_mid_batch_loses_no_test(run):
+    """The fork server (the program's parent) is not PID 1, so a program can kill it: the runner
+    adopts the program, finishes its test, and a fresh fork server runs the rest of the batch."""
+    src = "import os, signal\nx = input()\nos.kill(os.getppid(), signal.SIGKILL)\nprint(x)"
+    ex = run(src, b"a\n", b"b\n", b"c\n")
+    assert [(r.status, r.stdout) for r in ex.results] == [(OK, b"a\n"), (OK, b"b\n"), (OK, b"c\n")]
+    grandchild = ("import os, signal, time\nserver = os.getppid()\nif os.fork() == 0:\n"
+                  "    os.setsid()\n    os.kill(server, signal.SIGKILL)\n    time.sleep(5)\n"
+                  "time.sleep(0.1)\nprint(input())")
+    ex = run(grandchild, b"1\n", b"2\n", wall_s=2)
+    assert [r.stdout for r in ex.results] == [b"1\n", b"2\n"]
+    assert one(run("print(3)")).stdout == b"3\n"
+
+
+def test_stopping_the_fork_server_is_not_accepted_and_harms_nothing(run):
+    r = one(run("import os, signal\nos.kill(os.getppid(), signal.SIGSTOP)\nprint('stopped it')", wall_s=1))
+    assert r.status is not OK
+    assert one(run("print(4)")).stdout == b"4\n"
+
+
+def test_limits_priority_and_affinity_of_other_processes_cannot_be_changed(run):
+    """Children inherit them from the fork server: changing its would reach later submissions."""
+    src = ("import os, resource\nfor target in (os.getppid(), 1):\n"
+           "    for call in (lambda: resource.prlimit(target, resource.RLIMIT_NPROC, (1, 1)),\n"
+           "                 lambda: os.setpriority(os.PRIO_PROCESS, target, 19),\n"
+           "                 lambda: os.setpriority(os.PRIO_USER, 0, 19),\n"
+           "                 lambda: os.sched_setaffinity(target, {0})):\n"
+           "        try:\n            call()\n            print('CHANGED')\n"
+           "        except PermissionError:\n            pass\n"
+           "resource.prlimit(0, resource.RLIMIT_NOFILE, (32, 32))\nos.nice(1)\nos.sched_setaffinity(0, {0})\n"
+           "print('own ok')")
+    assert one(run(src)).stdout == b"own ok\n"
+    assert one(run("import os\nprint(os.nice(0), len(os.sched_getaffinity(0)) >= 1)")).stdout == b"0 True\n"
+
+
 def test_daemons_do_not_outlive_the_run(run):
     src = ("import os, time\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n"
            "        while True:\n            open('/tmp/daemon', 'a').write('x')\n            time.sleep(0.01)\n"
            "    os._exit(0)\nprint('parent done')")
     assert one(run(src)).stdout == b"parent done\n"
-    check = "import os, time\ntime.sleep(0.1)\nprint(os.path.exists('/tmp/daemon'), [p for p in os.listdir('/proc') if p.isdigit()])"
+    check = ("import os, time\ntime.sleep(0.1)\nours = {1, os.getpid(), os.getppid()}\n"
+             "print(os.path.exists('/tmp/daemon'), [p for p in os.listdir('/proc') if p.isdigit() and int(p) not in ours])")
     out = one(run(check)).stdout.decode()
-    assert out.startswith("False") and out.count("'") == 4  # only pid 1 and ourselves
+    assert out == "False []\n"  # only the runner (1), the fork server (our parent) and ourselves
 
 
 def test_zombies_are_reaped(run):
@@ -293,7 +329,8 @@ def test_concurrent_runs_do_not_see_each_other(engine):
     from coderl.sandbox import Limits, Program
 
     writer = "import time\nopen('/tmp/secret', 'w').write('A')\ntime.sleep(0.5)\nprint('w')"
-    reader = "import os, time\ntime.sleep(0.2)\nprint(os.path.exists('/tmp/secret'), len([p for p in os.listdir('/proc') if p.isdigit()]))"
+    reader = ("import os, time\ntime.sleep(0.2)\nours = {1, os.getpid(), os.getppid()}\n"
+              "print(os.path.exists('/tmp/secret'), [p for p in os.listdir('/proc') if p.isdigit() and int(p) not in ours])")
 
     async def both():
         import asyncio
@@ -302,7 +339,7 @@ def test_concurrent_runs_do_not_see_each_other(engine):
                                     engine.engine.execute(Program("python", reader), [b""], Limits()))
 
     _, r = engine.call(both())
-    assert r.results[0].stdout == b"False 2\n"
+    assert r.results[0].stdout == b"False []\n"
 
 
 # ---------------------------------------------------------------- odd inputs

@@ -50,6 +50,7 @@ class Engine:
         self._config: SlotConfig | None = None
         self.busy = 0
         self.slot_restarts = 0
+        self._replacing: set[asyncio.Task[None]] = set()
 
     # ------------------------------------------------------------------ lifecycle
     async def __aenter__(self) -> Engine:
@@ -83,6 +84,7 @@ class Engine:
             self._idle.put_nowait(s)
 
     async def close(self) -> None:
+        await asyncio.gather(*self._replacing, return_exceptions=True)
         await asyncio.gather(*(s.remove() for s in self._slots), return_exceptions=True)
         self._slots = []
         self._idle = None
@@ -118,9 +120,26 @@ class Engine:
             return execution
         finally:
             self.busy -= 1
-            if not slot.healthy:
-                slot = await self._replace(slot)
+            # the slot now in this place: a replacement mid-execution (even a cancelled one) put it there
+            self._release(self._slots[slot.index] if self._slots else slot)
+
+    def _release(self, slot: Slot) -> None:
+        """Back to the idle queue; an unhealthy slot is replaced first, in a task of its own, so
+        the caller does not wait for it and a cancelled caller cannot lose the slot."""
+        if self._idle is None:  # closed meanwhile
+            return
+        if slot.healthy:
             self._idle.put_nowait(slot)
+            return
+
+        async def replace() -> None:
+            fresh = await self._replace(slot)
+            if self._idle is not None:
+                self._idle.put_nowait(fresh)
+
+        task = asyncio.ensure_future(replace())
+        self._replacing.add(task)
+        task.add_done_callback(self._replacing.discard)
 
     async def _execute_in(self, slot: Slot, lang: type[Language], program: Program, runs: list[RunInput],
                           limits: Limits, compile_limits: Limits, stop: StopRule | None,

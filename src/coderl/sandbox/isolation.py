@@ -19,14 +19,17 @@ from coderl.sandbox.pythonenv import sandbox_python, sandbox_python_prefix
 
 BOX = "/box"
 SCRATCH = ("/tmp", "/dev/shm")
-RUNNER_PATH_INSIDE = "/coderl/runner.py"
+INSIDE_DIR = "/coderl"
+INSIDE_FILES = ("runner.py", "zygote.py", "wire.py", "workdir.py")  # the slot's own code, stdlib only
+RUNNER_PATH_INSIDE = INSIDE_DIR + "/runner.py"
 SANDBOX_UID = 65534
 _ETC = ("/etc/alternatives", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime",
         "/etc/java-17-openjdk", "/etc/java-21-openjdk", "/etc/ssl/certs/java")
 
 
-def runner_path() -> str:
-    return str(resources.files("coderl.sandbox") / "runner.py")
+def inside_path(name: str) -> str:
+    """Where one of INSIDE_FILES is on the host."""
+    return str(resources.files("coderl.sandbox") / name)
 
 
 def bwrap_path() -> str | None:
@@ -67,7 +70,7 @@ def bwrap_argv(*, seccomp_fd: int, oom_fd: int | None, extra_binds: Iterable[str
             args += ["--ro-bind", path, path]
     size = str(tmpfs_mb * 1024 * 1024)
     args += [
-        "--ro-bind", runner_path(), RUNNER_PATH_INSIDE,
+        *(a for name in INSIDE_FILES for a in ("--ro-bind", inside_path(name), f"{INSIDE_DIR}/{name}")),
         "--proc", "/proc", "--dev", "/dev",
         "--size", size, "--tmpfs", BOX,
         "--size", size, "--tmpfs", "/tmp",
@@ -83,5 +86,5 @@ def bwrap_argv(*, seccomp_fd: int, oom_fd: int | None, extra_binds: Iterable[str
 
 def unisolated_argv(box: str, scratch: str, oom_fd: int | None) -> list[str]:
     """``--isolation none``: the runner as a plain child process. No boundary at all."""
-    return [sandbox_python(), "-I", "-S", runner_path(), f"{box}:{scratch}", "nopidns",
+    return [sandbox_python(), "-I", "-S", inside_path("runner.py"), f"{box}:{scratch}", "nopidns",
             "-" if oom_fd is None else str(oom_fd)]

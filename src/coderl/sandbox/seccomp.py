@@ -3,7 +3,8 @@
 Deny-list policy: the kernel surface in threats.md (ptrace, mount, namespaces, keyring, bpf,
 perf, cross-process memory, module and kexec loading, io_uring, clocks, ...) fails with EPERM;
 ``clone`` with any namespace flag fails with EPERM; ``clone3`` fails with ENOSYS so libc falls back
-to ``clone``, whose flags a filter can inspect; a foreign architecture (or the x32 ABI) kills the
+to ``clone``, whose flags a filter can inspect; limits, priority, I/O priority and scheduling can be
+set for the calling process only (``_SELF_ONLY``); a foreign architecture (or the x32 ABI) kills the
 process. Everything else is allowed: the namespaces, uid and limits do the rest.
 """
 
@@ -52,6 +53,8 @@ _TABLES: dict[str, tuple[int, dict[str, int]]] = {
         "pidfd_getfd": 438, "iopl": 172, "ioperm": 173, "uselib": 134, "ustat": 136, "sysfs": 139,
         "_sysctl": 156, "create_module": 174, "get_kernel_syms": 177, "query_module": 178,
         "nfsservctl": 180, "clone": 56, "clone3": 435, "personality": 135,
+        "prlimit64": 302, "setpriority": 141, "ioprio_set": 251, "sched_setaffinity": 203,
+        "sched_setscheduler": 144, "sched_setparam": 142, "sched_setattr": 314,
     }),
     "aarch64": (0xC00000B7, {
         "ptrace": 117, "mount": 40, "umount2": 39, "pivot_root": 41, "chroot": 51, "unshare": 97,
@@ -65,9 +68,23 @@ _TABLES: dict[str, tuple[int, dict[str, int]]] = {
         "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432,
         "fspick": 433, "mount_setattr": 442, "lookup_dcookie": 18, "vhangup": 58, "kcmp": 272,
         "pidfd_getfd": 438, "clone": 220, "clone3": 435, "personality": 92,
+        "prlimit64": 261, "setpriority": 140, "ioprio_set": 30, "sched_setaffinity": 122,
+        "sched_setscheduler": 119, "sched_setparam": 118, "sched_setattr": 274,
     }),
 }
 _ALIASES = {"amd64": "x86_64", "arm64": "aarch64"}
+# Calls that may change another process (argument index, value required): a program may set its
+# own limits, priority and affinity, never those of the runner or the fork server, whose children
+# (the later tests) would inherit them.
+_SELF_ONLY = {
+    "prlimit64": ((0, 0),),  # pid 0: itself
+    "setpriority": ((0, 0), (1, 0)),  # PRIO_PROCESS, who 0 (PRIO_USER would reach every process)
+    "ioprio_set": ((0, 1), (1, 0)),  # IOPRIO_WHO_PROCESS, who 0
+    "sched_setaffinity": ((0, 0),),
+    "sched_setscheduler": ((0, 0),),
+    "sched_setparam": ((0, 0),),
+    "sched_setattr": ((0, 0),),
+}
 
 
 def _ins(code: int, k: int, jt: int = 0, jf: int = 0) -> bytes:
@@ -100,6 +117,8 @@ def build_filter(machine: str | None = None) -> bytes:
         if name in numbers:
             prog += [_ins(_JEQ_K, numbers[name], 0, 1), _ins(_RET_K, eperm)]
     prog += [_ins(_JEQ_K, numbers["clone3"], 0, 1), _ins(_RET_K, enosys)]
+    for name, required in _SELF_ONLY.items():
+        prog += _only_with(numbers[name], required, eperm)
     # personality(): only the query (0xffffffff) and PER_LINUX (0) are allowed.
     prog += [
         _ins(_JEQ_K, numbers["personality"], 0, 5),
@@ -118,6 +137,16 @@ def build_filter(machine: str | None = None) -> bytes:
         _ins(_RET_K, _ALLOW),
     ]
     return b"".join(prog)
+
+
+def _only_with(nr: int, required: tuple[tuple[int, int], ...], deny: int) -> list[bytes]:
+    """Syscall ``nr`` is allowed only when each (argument index, value) holds (low 32 bits)."""
+    body: list[bytes] = []
+    for i, (arg, value) in enumerate(required):
+        rest = 2 * (len(required) - i - 1)  # the checks after this one
+        body += [_ins(_LD_W_ABS, 16 + 8 * arg), _ins(_JEQ_K, value, 0, rest + 1)]
+    body += [_ins(_RET_K, _ALLOW), _ins(_RET_K, deny)]
+    return [_ins(_JEQ_K, nr, 0, len(body)), *body]
 
 
 def filter_fd(program: bytes) -> int:

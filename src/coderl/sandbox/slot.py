@@ -22,7 +22,7 @@ from coderl.sandbox import isolation, seccomp
 from coderl.sandbox.cgroups import CgroupManager, SlotCgroup
 from coderl.sandbox.program import RunInput
 from coderl.sandbox.result import CompileResult, Limits, RunResult, RunStatus
-from coderl.sandbox.runner import HEADER, MAX_HEADER, encode_frame, oom_kills
+from coderl.sandbox.wire import HEADER, MAX_HEADER, encode_frame, oom_kills
 
 _START_TIMEOUT_S = 20.0
 _PROTOCOL_GRACE_S = 10.0  # on top of a run's own wall limit before we call the runner hung

@@ -1,0 +1,90 @@
+"""What the engine, the runner and the zygote share on their pipes (stdlib only).
+
+Inside the sandbox this file is ``/coderl/wire.py``, imported by the runner and the zygote as a
+top-level module; the engine imports it as ``coderl.sandbox.wire``.
+
+Two formats, for two kinds of traffic:
+- engine <-> runner, a few messages per submission: a *frame* is ``>I`` header length, a JSON
+  header, then the raw blobs the header's ``"blobs"`` lengths name.
+- runner <-> zygote, two messages per test: a *packet* is one op byte, a ``>I`` payload length and
+  the payload. The per-test packets carry fixed structs, so the zygote, which forks between them,
+  parses no JSON and allocates almost nothing (every page it writes after a fork costs a fault).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+
+HEADER = struct.Struct(">I")
+MAX_HEADER = 16 * 1024 * 1024
+PACKET = struct.Struct(">cI")
+FORKED = struct.Struct(">i")  # the test process's pid
+EXITED = struct.Struct(">iddq")  # wait status, user s, system s, peak RSS KiB
+
+
+def encode_frame(header: dict, blobs: list[bytes] = ()) -> bytes:  # type: ignore[assignment]
+    header = dict(header, blobs=[len(b) for b in blobs])
+    raw = json.dumps(header, separators=(",", ":")).encode()
+    return b"".join([HEADER.pack(len(raw)), raw, *blobs])
+
+
+def read_exact(fd: int, n: int) -> bytes:
+    chunks, left = [], n
+    while left:
+        chunk = os.read(fd, min(left, 1 << 20))
+        if not chunk:
+            raise EOFError("the other end closed the pipe")
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def read_frame(fd: int) -> tuple[dict, list[bytes]]:
+    (size,) = HEADER.unpack(read_exact(fd, HEADER.size))
+    if size > MAX_HEADER:
+        raise ValueError(f"frame header too large: {size}")
+    header = json.loads(read_exact(fd, size))
+    return header, [read_exact(fd, n) for n in header.get("blobs", [])]
+
+
+def write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def write_packet(fd: int, op: bytes, payload: bytes = b"") -> None:
+    """One write: packets up to PIPE_BUF arrive whole, so a reader woken by poll never blocks."""
+    write_all(fd, PACKET.pack(op, len(payload)) + payload)
+
+
+def read_packet(fd: int) -> tuple[bytes, bytes]:
+    op, size = PACKET.unpack(read_exact(fd, PACKET.size))
+    return op, read_exact(fd, size) if size else b""
+
+
+def json_packet(header: dict, data: bytes = b"") -> bytes:
+    """A packet payload of a JSON line and optional raw bytes (a source, a marshalled code object)."""
+    return json.dumps(header, separators=(",", ":")).encode() + b"\n" + data
+
+
+def split_json_packet(payload: bytes) -> tuple[dict, bytes]:
+    line, _, data = payload.partition(b"\n")
+    return json.loads(line), data
+
+
+def oom_kills(fd: int | None) -> int:
+    """A cgroup's OOM-kill counter (``oom_kill N`` in memory.events or memory.oom_control), read
+    through an open fd: the runner's is passed in by the engine, the engine keeps its own."""
+    if fd is None:
+        return 0
+    try:
+        data = os.pread(fd, 8192, 0)
+    except OSError:
+        return 0
+    for line in data.splitlines():
+        if line.startswith(b"oom_kill "):
+            return int(line.split()[1])
+    return 0
