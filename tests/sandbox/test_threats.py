@@ -17,6 +17,13 @@ OK, RE, TLE, MLE, OLE = (RunStatus.OK, RunStatus.RUNTIME_ERROR, RunStatus.TIME_L
                          RunStatus.MEMORY_LIMIT, RunStatus.OUTPUT_LIMIT)
 
 
+# A program's view of the processes in its sandbox other than itself and ours (runner, zygotes).
+OTHERS = ("def others():\n    import os\n    found = []\n    for p in os.listdir('/proc'):\n"
+          "        if p.isdigit() and int(p) != os.getpid():\n"
+          "            if b'/coderl/' not in open(f'/proc/{p}/cmdline', 'rb').read():\n"
+          "                found.append(p)\n    return found")
+
+
 def one(ex):
     assert ex.compile is None or ex.compile.ok, ex.compile
     (result,) = ex.results
@@ -211,7 +218,8 @@ def test_host_secrets_are_absent(run, tmp_path):
 def test_proc_shows_only_the_sandbox(run):
     src = "import os\nprint(sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))"
     pids = eval(one(run(src)).stdout)
-    assert pids[0] == 1 and len(pids) <= 3  # the runner (1), the fork server and the program itself
+    assert pids[0] == 1 and len(pids) <= 4  # the runner (1), the two fork servers and the program itself
+    assert one(run(f"{OTHERS}\nprint(others())")).stdout == b"[]\n"
 
 
 def test_system_files_are_read_only(run):
@@ -271,7 +279,10 @@ def test_killing_the_fork_server_mid_batch_loses_no_test(run):
                   "time.sleep(0.1)\nprint(input())")
     ex = run(grandchild, b"1\n", b"2\n", wall_s=2)
     assert [r.stdout for r in ex.results] == [b"1\n", b"2\n"]
+    ex = run("import os\nos.kill(-1, 9)\nprint(input())", b"5\n", b"6\n")  # both fork servers at once
+    assert [(r.status, r.stdout) for r in ex.results] == [(OK, b"5\n"), (OK, b"6\n")]
     assert one(run("print(3)")).stdout == b"3\n"
+    assert one(run("import math\nprint(math.gcd(4, 6))")).stdout == b"2\n"
 
 
 def test_stopping_the_fork_server_is_not_accepted_and_harms_nothing(run):
@@ -300,10 +311,9 @@ def test_daemons_do_not_outlive_the_run(run):
            "        while True:\n            open('/tmp/daemon', 'a').write('x')\n            time.sleep(0.01)\n"
            "    os._exit(0)\nprint('parent done')")
     assert one(run(src)).stdout == b"parent done\n"
-    check = ("import os, time\ntime.sleep(0.1)\nours = {1, os.getpid(), os.getppid()}\n"
-             "print(os.path.exists('/tmp/daemon'), [p for p in os.listdir('/proc') if p.isdigit() and int(p) not in ours])")
+    check = f"import os, time\ntime.sleep(0.1)\n{OTHERS}\nprint(os.path.exists('/tmp/daemon'), others())"
     out = one(run(check)).stdout.decode()
-    assert out == "False []\n"  # only the runner (1), the fork server (our parent) and ourselves
+    assert out == "False []\n"  # only the runner (1), the fork servers and ourselves
 
 
 def test_zombies_are_reaped(run):
@@ -329,8 +339,7 @@ def test_concurrent_runs_do_not_see_each_other(engine):
     from coderl.sandbox import Limits, Program
 
     writer = "import time\nopen('/tmp/secret', 'w').write('A')\ntime.sleep(0.5)\nprint('w')"
-    reader = ("import os, time\ntime.sleep(0.2)\nours = {1, os.getpid(), os.getppid()}\n"
-              "print(os.path.exists('/tmp/secret'), [p for p in os.listdir('/proc') if p.isdigit() and int(p) not in ours])")
+    reader = f"import os, time\ntime.sleep(0.2)\n{OTHERS}\nprint(os.path.exists('/tmp/secret'), others())"
 
     async def both():
         import asyncio

@@ -20,7 +20,7 @@ from coderl.sandbox.pythonenv import sandbox_python, sandbox_python_prefix
 BOX = "/box"
 SCRATCH = ("/tmp", "/dev/shm")
 INSIDE_DIR = "/coderl"
-INSIDE_FILES = ("runner.py", "zygote.py", "wire.py", "workdir.py")  # the slot's own code, stdlib only
+INSIDE_FILES = ("runner.py", "zygote.py", "wire.py", "workdir.py", "reap.py")  # the slot's own code, stdlib only
 RUNNER_PATH_INSIDE = INSIDE_DIR + "/runner.py"
 SANDBOX_UID = 65534
 _ETC = ("/etc/alternatives", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime",

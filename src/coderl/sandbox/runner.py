@@ -4,8 +4,10 @@ Theory of operation
 -------------------
 The engine starts one runner per slot, inside bubblewrap's namespaces, as PID 1 of the slot's pid
 namespace, uid 65534, no capabilities, under the seccomp filter. The runner never runs model code
-and never forks per test: it starts the slot's zygote (``zygote.py``), a lean fork server, and
-asks it for one fresh child per test. The runner owns what a test's processes are given: the stdin
+and never forks per test: it starts the slot's zygotes (``zygote.py``), small fork servers, and
+asks one of them for a fresh child per test (the warm one, which holds the LiveCodeBench prelude's
+modules, for Python programs that import anything; the lean one, which forks faster, for the
+rest). The runner owns what a test's processes are given: the stdin
 memfd (rewritten per test), the stdout/stderr/status pipes it drains under the output limits, and
 the work dir, recreated from the prepared files before every test, so no state carries from one
 test to the next. It enforces the wall-time, output and (without cgroups) memory limits by killing
@@ -35,8 +37,9 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import contextlib
 
-import wire  # noqa: E402 - the modules beside this file (``/coderl`` in the sandbox)
-from wire import encode_frame, json_packet, oom_kills, read_frame, split_json_packet, write_all  # noqa: E402
+import reap  # noqa: E402 - the modules beside this file (``/coderl`` in the sandbox)
+import wire  # noqa: E402
+from wire import encode_frame, meta_packet, oom_kills, read_frame, split_meta_packet, write_all  # noqa: E402
 from workdir import WorkDir  # noqa: E402
 
 del sys.path[0]
@@ -58,10 +61,10 @@ class ZygoteLost(Exception):
 class ZygoteProcess:
     """The runner's handle on the slot's zygote: start it with the test fds in place, talk to it."""
 
-    def __init__(self, test_fds: tuple[int, int, int, int], workdir: str, pid_namespace: bool) -> None:
+    def __init__(self, test_fds: tuple[int, int, int, int], workdir: str, flavor: str) -> None:
         self.test_fds = test_fds  # stdin memfd, stdout, stderr and status pipe write ends
         self.workdir = workdir
-        self.pid_namespace = pid_namespace
+        self.flavor = flavor  # "lean" or "warm"
         self.pid: int | None = None
         self.commands = self.events = -1
 
@@ -75,7 +78,7 @@ class ZygoteProcess:
         layout = [*self.test_fds, commands_r, events_w, 2]
         targets = [0, 1, 2, 3, ZYGOTE_FDS["commands"], ZYGOTE_FDS["events"], ZYGOTE_FDS["diagnostics"]]
         script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "zygote.py")
-        argv = [sys.executable, "-I", "-S", script, "pidns" if self.pid_namespace else "nopidns"]
+        argv = [sys.executable, "-I", "-S", script, self.flavor]
         pid = os.fork()
         if pid == 0:  # two steps, so that no source fd is overwritten before it is copied
             try:
@@ -140,7 +143,9 @@ class Runner:
         self.status_r, status_w = os.pipe()
         for fd in (self.out_r, self.err_r, self.status_r):
             os.set_blocking(fd, False)
-        self.zygote = ZygoteProcess((self.stdin, out_w, err_w, status_w), box, pid_namespace)
+        fds = (self.stdin, out_w, err_w, status_w)
+        self.zygotes = {flavor: ZygoteProcess(fds, box, flavor) for flavor in ("lean", "warm")}
+        self.zygote = self.zygotes["warm"]  # the current submission's
         self.code_packet: bytes | None = None  # replayed to a fresh zygote: the submission's code
         self.job_packet: bytes | None = None  # ... and what its children are to be
 
@@ -148,19 +153,21 @@ class Runner:
     def _zygote(self) -> ZygoteProcess:
         """The live zygote, restarted (and told the submission again) after a program killed it."""
         zygote = self.zygote
+        if zygote.alive and select.select([zygote.events], [], [], 0)[0]:  # between tests: only its EOF
+            zygote.stop()  # a program killed it (kill(-1) reaches both zygotes)
         if not zygote.alive:
             zygote.start()
             if self.code_packet is not None:
                 zygote.send(b"S", self.code_packet)
                 op, reply = zygote.read()
-                if op != b"C" or not split_json_packet(reply)[0]["ok"]:
+                if op != b"C" or not split_meta_packet(reply)[0]["ok"]:
                     raise RuntimeError("a fresh zygote could not load the submission again")
             if self.job_packet is not None:
                 zygote.send(b"J", self.job_packet)
         return zygote
 
     def _set_job(self, job: dict, limits: dict) -> None:
-        self.job_packet = json_packet({**job, "rlimits": _child_rlimits(limits, self.pid_namespace)})
+        self.job_packet = meta_packet({**job, "rlimits": _child_rlimits(limits, self.pid_namespace)})
         try:
             self._zygote().send(b"J", self.job_packet)
         except ZygoteLost:
@@ -173,6 +180,7 @@ class Runner:
         self.work.executables = set()
         self.prepared = False
         self.code_packet = self.job_packet = None
+        self.zygote = self.zygotes[self._flavor()]
         limits = header["limits"]
         if self.recipe.get("warm_python"):
             reply, out_blobs = self._prepare_python(limits)
@@ -182,6 +190,14 @@ class Runner:
             reply, out_blobs = self._compile(limits)
         self.prepared = reply["ok"]
         return reply, out_blobs
+
+    def _flavor(self) -> str:
+        """The warm zygote for Python that imports anything (a false "import" in a string only
+        costs speed), the lean one for the rest."""
+        if not self.recipe.get("warm_python"):
+            return "lean"
+        warm = self.recipe.get("prelude") or b"import" in self.work.files[self.recipe["source"]]
+        return "warm" if warm else "lean"
 
     def _compile(self, limits: dict) -> tuple[dict, list[bytes]]:
         self._set_job({"kind": "exec", "argv": self.recipe["compile"], "env": self.recipe.get("env", {})}, limits)
@@ -202,14 +218,14 @@ class Runner:
         source = self.work.files[name]
         meta = {"filename": "/box/" + name, "prelude": bool(self.recipe.get("prelude"))}
         if len(source) <= IN_ZYGOTE_COMPILE_BYTES:
-            packet = json_packet({**meta, "form": "source"}, source)
+            packet = meta_packet({**meta, "form": "source"}, source)
         else:
             self._set_job({"kind": "compile_python", "source": name, "filename": meta["filename"]}, limits)
             record, out, err = self._run_one(b"", {}, dict(limits, stdout_kb=MARSHAL_OUTPUT_KB))
             self.work.wipe()
             if record["status"] != "ok" or not out.startswith(b"C"):
                 return {"ok": False, "run": record}, [b"", out[1:] if out.startswith(b"E") else err]
-            packet = json_packet({**meta, "form": "marshal"}, out[1:])
+            packet = meta_packet({**meta, "form": "marshal"}, out[1:])
         started = time.monotonic()
         try:
             zygote = self._zygote()
@@ -219,7 +235,7 @@ class Runner:
             self.zygote.stop()
             message = b"compiling the program crashed the interpreter\n"
             return {"ok": False, "run": _compile_record("runtime_error", time.monotonic() - started)}, [b"", message]
-        result, _ = split_json_packet(reply)
+        result, _ = split_meta_packet(reply)
         if op != b"C":
             raise RuntimeError(f"zygote answered {op!r} to a load")
         if not result["ok"]:
@@ -319,7 +335,7 @@ class Runner:
             if killed_for is not None and give_up_at is None:
                 give_up_at = now + ZYGOTE_GRACE_S
                 if pid is not None:
-                    _kill_test(pid, self.pid_namespace)
+                    _kill_test(pid)
             if give_up_at is not None and now >= give_up_at:
                 if lost:
                     break
@@ -341,7 +357,7 @@ class Runner:
                     if op == b"F":
                         (pid,) = wire.FORKED.unpack(payload)
                         if killed_for is not None:
-                            _kill_test(pid, self.pid_namespace)
+                            _kill_test(pid)
                     elif op == b"X":
                         exited, done = wire.EXITED.unpack(payload), True
                 elif fd == adopted:
@@ -351,14 +367,14 @@ class Runner:
             if output.truncated[self.out_r] and killed_for is None:
                 killed_for = "output"
             if rss_limit_kb and pid is not None and killed_for is None and not done:
-                rss = _namespace_rss_kb(pid, self.pid_namespace, zygote.pid)
+                rss = _namespace_rss_kb(pid, self.pid_namespace, [z.pid for z in self.zygotes.values()])
                 peak_poll_kb = max(peak_poll_kb, rss)
                 if rss > rss_limit_kb:
                     killed_for = "memory"
         if lost:
             if adopted is not None:
                 os.close(adopted)
-            self._kill_everything(pid)
+            self._kill_everything()
         output.drain()
         record = {
             "wall_s": round(time.monotonic() - start, 6),
@@ -400,20 +416,10 @@ class Runner:
         poller.register(pidfd, select.POLLIN)
         return pidfd
 
-    def _kill_everything(self, pid: int | None) -> None:
-        """After a lost zygote: what it would have done, from PID 1 (which spares only itself)."""
-        if self.pid_namespace:
-            while True:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(-1, signal.SIGKILL)
-                try:
-                    reaped, _ = os.waitpid(-1, os.WNOHANG)
-                except ChildProcessError:
-                    return
-                if reaped == 0:
-                    time.sleep(0.0005)
-        elif pid is not None:
-            _kill_test(pid, False)
+    def _kill_everything(self) -> None:
+        """After a lost zygote: what it would have done. Its test processes are ours now (PID 1,
+        and a child subreaper without a pid namespace); the live zygotes are spared."""
+        reap.kill_children(spare=frozenset(z.pid for z in self.zygotes.values() if z.pid is not None))
 
 
 class _Output:
@@ -470,15 +476,12 @@ def _pwrite_all(fd: int, data: bytes) -> None:
         offset += os.pwrite(fd, view[offset:], offset)
 
 
-def _kill_test(pid: int, pid_namespace: bool) -> None:
-    """SIGKILL the test process (its group, without a pid namespace); the zygote kills the rest."""
+def _kill_test(pid: int) -> None:
+    """SIGKILL the test process; its zygote then kills the rest."""
     try:
-        if pid_namespace:
-            os.kill(pid, signal.SIGKILL)
-        else:
-            os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        return
 
 
 def _reap_adopted(pid: int | None) -> tuple | None:
@@ -499,8 +502,9 @@ def _child_rlimits(limits: dict, pid_namespace: bool) -> list[tuple[int, int, in
     rlimits = [(resource.RLIMIT_CPU, cpu, cpu + 1), (resource.RLIMIT_FSIZE, fsize, fsize),
                (resource.RLIMIT_NOFILE, limits["open_files"], limits["open_files"]),
                (resource.RLIMIT_CORE, 0, 0), (resource.RLIMIT_STACK, stack, stack)]
-    if pid_namespace:  # one uid per namespace: NPROC counts this slot's processes, the runner and zygote too
-        rlimits.append((resource.RLIMIT_NPROC, limits["max_processes"] + 1, limits["max_processes"] + 1))
+    if pid_namespace:  # one uid per namespace: NPROC counts this slot's processes, the runner and zygotes too
+        nproc = limits["max_processes"] + 2
+        rlimits.append((resource.RLIMIT_NPROC, nproc, nproc))
     return rlimits
 
 
@@ -549,9 +553,9 @@ def _stop_requested() -> bool:
     return header.get("op") == "stop"
 
 
-def _namespace_rss_kb(pid: int, pid_namespace: bool, zygote_pid: int | None) -> int:
+def _namespace_rss_kb(pid: int, pid_namespace: bool, zygotes: list[int | None]) -> int:
     """Sum of resident memory of the test's processes (fallback when no cgroup is available)."""
-    ours = {"1", str(zygote_pid)}
+    ours = {"1", *map(str, zygotes)}
     pids = [p for p in os.listdir("/proc") if p.isdigit() and p not in ours] if pid_namespace else [str(pid)]
     total = 0
     for p in pids:
@@ -573,14 +577,17 @@ def main() -> None:
     os.dup2(null, 0)
     os.dup2(null, 1)
     os.close(null)
-    try:  # a non-dumpable runner cannot be read or written through /proc/1/mem by the programs
+    try:
         import ctypes
 
-        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 4
+        libc = ctypes.CDLL(None)
+        libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: programs cannot read or write us through /proc/1/mem
+        libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: a lost zygote's test processes become ours
     except OSError:
         pass
     runner = Runner(box, scratch, pid_namespace, oom_fd)
-    runner.zygote.start()
+    for zygote in runner.zygotes.values():
+        zygote.start()
     write_all(PROTO_OUT, encode_frame({"ready": True, "pid": os.getpid()}))
     while True:
         try:

@@ -233,7 +233,8 @@ class Slot:
 
     async def _receive(self, timeout_s: float) -> tuple[dict, list[bytes]]:
         try:
-            reply, out = await asyncio.wait_for(self._read_frame(), timeout_s)
+            async with asyncio.timeout(timeout_s):  # no task per frame, unlike wait_for
+                reply, out = await self._read_frame()
         except (TimeoutError, SlotFailure) as exc:
             self.healthy = False
             reason = "hung" if isinstance(exc, TimeoutError) else f"died ({exc})"

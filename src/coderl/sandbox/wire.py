@@ -8,12 +8,14 @@ Two formats, for two kinds of traffic:
   header, then the raw blobs the header's ``"blobs"`` lengths name.
 - runner <-> zygote, two messages per test: a *packet* is one op byte, a ``>I`` payload length and
   the payload. The per-test packets carry fixed structs, so the zygote, which forks between them,
-  parses no JSON and allocates almost nothing (every page it writes after a fork costs a fault).
+  parses nothing and allocates almost nothing (every page it writes after a fork costs a fault);
+  the per-submission ones carry marshalled data. json is imported by the frame functions only:
+  the lean zygote imports this module, and every module it holds makes each fork dearer.
 """
 
 from __future__ import annotations
 
-import json
+import marshal
 import os
 import struct
 
@@ -22,9 +24,15 @@ MAX_HEADER = 16 * 1024 * 1024
 PACKET = struct.Struct(">cI")
 FORKED = struct.Struct(">i")  # the test process's pid
 EXITED = struct.Struct(">iddq")  # wait status, user s, system s, peak RSS KiB
+# The per-test packets whole, so the zygote makes each with one call and sends it with one write.
+RUN = PACKET.pack(b"R", 0)
+FORKED_PACKET = struct.Struct(PACKET.format + FORKED.format[1:])
+EXITED_PACKET = struct.Struct(PACKET.format + EXITED.format[1:])
 
 
 def encode_frame(header: dict, blobs: list[bytes] = ()) -> bytes:  # type: ignore[assignment]
+    import json
+
     header = dict(header, blobs=[len(b) for b in blobs])
     raw = json.dumps(header, separators=(",", ":")).encode()
     return b"".join([HEADER.pack(len(raw)), raw, *blobs])
@@ -42,6 +50,8 @@ def read_exact(fd: int, n: int) -> bytes:
 
 
 def read_frame(fd: int) -> tuple[dict, list[bytes]]:
+    import json
+
     (size,) = HEADER.unpack(read_exact(fd, HEADER.size))
     if size > MAX_HEADER:
         raise ValueError(f"frame header too large: {size}")
@@ -60,19 +70,22 @@ def write_packet(fd: int, op: bytes, payload: bytes = b"") -> None:
     write_all(fd, PACKET.pack(op, len(payload)) + payload)
 
 
-def read_packet(fd: int) -> tuple[bytes, bytes]:
-    op, size = PACKET.unpack(read_exact(fd, PACKET.size))
+def read_packet(fd: int, head: bytes = b"") -> tuple[bytes, bytes]:
+    """The next packet; ``head``: its first bytes, already read."""
+    if len(head) < PACKET.size:
+        head += read_exact(fd, PACKET.size - len(head))
+    op, size = PACKET.unpack(head)
     return op, read_exact(fd, size) if size else b""
 
 
-def json_packet(header: dict, data: bytes = b"") -> bytes:
-    """A packet payload of a JSON line and optional raw bytes (a source, a marshalled code object)."""
-    return json.dumps(header, separators=(",", ":")).encode() + b"\n" + data
+def meta_packet(meta: dict, data: bytes = b"") -> bytes:
+    """A per-submission packet payload: plain data and optional raw bytes (a source, a
+    marshalled code object). Both ends are ours, so marshal is safe here and needs no import."""
+    return marshal.dumps((meta, data))
 
 
-def split_json_packet(payload: bytes) -> tuple[dict, bytes]:
-    line, _, data = payload.partition(b"\n")
-    return json.loads(line), data
+def split_meta_packet(payload: bytes) -> tuple[dict, bytes]:
+    return marshal.loads(payload)
 
 
 def oom_kills(fd: int | None) -> int:

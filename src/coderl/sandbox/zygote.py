@@ -9,8 +9,8 @@ Its cwd is the work dir. Per submission the runner says what every test process 
 submission's Python code, compiled here once (``S``; the child then runs the warm code object, so
 no interpreter starts per test), or a program to exec (``J``, which also carries the rlimits).
 Per test the runner writes ``R``; this process forks one child, reports its pid (``F``), waits for
-it, kills and reaps everything the test left behind (``kill(-1)`` spares only this process and
-PID 1; orphans come back here, a child subreaper) and reports the wait status and usage (``X``).
+it, kills and reaps everything the test left behind (orphans come back here, a child subreaper;
+see ``reap``) and reports the wait status and usage (``X``).
 
 Why a process of its own: fork write-protects every page of the forking process, so every page it
 writes until the next fork costs a page fault (3-4 us each on a VM, more than a trivial test's own
@@ -30,42 +30,28 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import wire  # noqa: E402 - /coderl is on sys.path only for this import
+import reap  # noqa: E402 - /coderl is on sys.path only for these imports
+import wire  # noqa: E402
 
 del sys.path[0]
 
-# Pre-imported so a child finds them warm (the LiveCodeBench prelude imports most).
 import atexit  # noqa: E402
-import bisect  # noqa: E402, F401
 import builtins  # noqa: E402
-import collections  # noqa: E402, F401
-import contextlib  # noqa: E402
-import copy  # noqa: E402, F401
 import ctypes  # noqa: E402
-import datetime  # noqa: E402, F401
-import decimal  # noqa: E402, F401
-import fractions  # noqa: E402, F401
-import functools  # noqa: E402, F401
 import gc  # noqa: E402
-import hashlib  # noqa: E402, F401 - the judge's function/assert harness imports it in every child
-import heapq  # noqa: E402, F401
 import io  # noqa: E402
-import itertools  # noqa: E402, F401
-import json  # noqa: E402
 import marshal  # noqa: E402
-import math  # noqa: E402, F401
-import operator  # noqa: E402, F401
-import random  # noqa: E402, F401 - reseeds itself in every forked child, as a new interpreter would be seeded
-import re  # noqa: E402, F401
 import resource  # noqa: E402
 import signal  # noqa: E402
-import statistics  # noqa: E402, F401
-import string  # noqa: E402, F401
 import time  # noqa: E402
-import traceback  # noqa: E402
 import types  # noqa: E402
-import typing  # noqa: E402, F401
 
+# What the warm flavour imports so that a child finds it loaded: the LiveCodeBench prelude's
+# modules and the judge harness's hashlib. The lean flavour holds none (each fork copies the page
+# tables of everything held), for programs that import nothing and for compiled languages.
+WARM_MODULES = ("bisect", "collections", "contextlib", "copy", "datetime", "decimal", "fractions", "functools",
+                "hashlib", "heapq", "itertools", "json", "math", "operator", "random", "re", "statistics",
+                "string", "traceback", "typing")
 COMMANDS, EVENTS, DIAGNOSTICS = 10, 11, 12
 STATUS_FD = 3
 STATUS_MEMORY_ERROR = b"M"
@@ -86,12 +72,13 @@ DEFAULT_RECURSION_LIMIT = sys.getrecursionlimit()
 DEFAULT_MAX_STR_DIGITS = sys.get_int_max_str_digits()
 FULL_COLLECTION_EVERY = 64  # loads between full collections (frozen cycles are never collected)
 MAX_FD = 65536
+_FORKED, _FORKED_SIZE = wire.FORKED_PACKET, wire.FORKED.size
+_EXITED, _EXITED_SIZE = wire.EXITED_PACKET, wire.EXITED.size
 PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 4, 36
 
 
 class Zygote:
-    def __init__(self, pid_namespace: bool) -> None:
-        self.pid_namespace = pid_namespace
+    def __init__(self) -> None:
         self.streams = _child_streams()
         self.code: types.CodeType | None = None  # the submission's compiled code, for warm runs
         self.main: types.ModuleType | None = None  # the namespace each Python child runs in
@@ -100,15 +87,17 @@ class Zygote:
         self.loads = 0
 
     def serve(self) -> None:
+        read, run, run_packet = os.read, self.run, wire.RUN
         while True:
-            try:
-                op, payload = wire.read_packet(COMMANDS)
-            except EOFError:
+            head = read(COMMANDS, wire.PACKET.size)
+            if head == run_packet:  # the per-test path: no parsing, no allocation
+                run()
+                continue
+            if not head:
                 return
-            if op == b"R":
-                self.run()
-            elif op == b"J":
-                self.job = json.loads(payload)
+            op, payload = wire.read_packet(COMMANDS, head)
+            if op == b"J":
+                self.job = wire.split_meta_packet(payload)[0]
             elif op == b"S":
                 wire.write_packet(EVENTS, b"C", self.load(payload))
             else:
@@ -118,7 +107,7 @@ class Zygote:
     def load(self, payload: bytes) -> bytes:
         """Compile (or unmarshal, when a throw-away child compiled a big source) the submission's
         code and build the ``__main__`` its children start from."""
-        meta, data = wire.split_json_packet(payload)
+        meta, data = wire.split_meta_packet(payload)
         self.code = self.main = None
         self.loads += 1
         if self.loads % FULL_COLLECTION_EVERY == 0:
@@ -133,11 +122,11 @@ class Zygote:
             try:  # CPython's parser and compiler turn hostile nesting into SyntaxError or RecursionError
                 code = compile(data, meta["filename"], "exec", dont_inherit=True)
             except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError) as exc:
-                message = "".join(traceback.format_exception_only(type(exc), exc))
-                return wire.json_packet({"ok": False, "seconds": time.monotonic() - started, "message": message})
+                message = _format_exception_only(exc)
+                return wire.meta_packet({"ok": False, "seconds": time.monotonic() - started, "message": message})
         self.code = code
         self._load_main(meta["filename"], meta["prelude"])
-        return wire.json_packet({"ok": True, "seconds": time.monotonic() - started})
+        return wire.meta_packet({"ok": True, "seconds": time.monotonic() - started})
 
     def _load_main(self, filename: str, prelude: bool) -> None:
         """The ``__main__`` module every child of this submission starts from, with the prelude
@@ -161,30 +150,19 @@ class Zygote:
 
     # -- per test
     def run(self) -> None:
+        """One test. Everything between the fork and the next one writes pages that the fork has
+        write-protected (a fault each), so this does as little as it can."""
         pid = os.fork()
         if pid == 0:
             self._child()
-        wire.write_packet(EVENTS, b"F", wire.FORKED.pack(pid))
+        os.write(EVENTS, _FORKED.pack(b"F", _FORKED_SIZE, pid))
         _, status, usage = os.wait4(pid, 0)
-        self._kill_the_rest(pid)
-        wire.write_packet(EVENTS, b"X", wire.EXITED.pack(status, usage.ru_utime, usage.ru_stime, usage.ru_maxrss))
-
-    def _kill_the_rest(self, pid: int) -> None:
-        """SIGKILL whatever the test left (daemons, setsid'd children) and reap it all."""
-        while True:
-            signalled = _kill(pid, self.pid_namespace)
-            try:
-                reaped, _ = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                return
-            if reaped == 0 and not signalled:
-                time.sleep(0.0005)
+        reap.kill_children()
+        os.write(EVENTS, _EXITED.pack(b"X", _EXITED_SIZE, status, usage.ru_utime, usage.ru_stime, usage.ru_maxrss))
 
     def _child(self) -> None:
         try:
             os.closerange(4, MAX_FD)  # our pipes: a program sees fds 0-3 only
-            if not self.pid_namespace:
-                os.setsid()  # lets the group be killed without a pid namespace
             job = self.job
             for which, soft, hard in job["rlimits"]:
                 resource.setrlimit(which, (soft, hard))
@@ -215,12 +193,12 @@ class Zygote:
             exec(self.code, main.__dict__)  # noqa: S102 - this is the sandboxed program
         except SystemExit as exc:
             code = _exit_code(exc)
-        except MemoryError:
+        except MemoryError as exc:
             wire.write_all(STATUS_FD, STATUS_MEMORY_ERROR)
-            traceback.print_exc()
+            _print_uncaught(exc)
             code = 1
-        except BaseException:  # noqa: BLE001
-            traceback.print_exc()
+        except BaseException as exc:  # noqa: BLE001
+            _print_uncaught(exc)
             code = 1
         try:
             threading = sys.modules.get("threading")
@@ -229,8 +207,8 @@ class Zygote:
             atexit._run_exitfuncs()
         except SystemExit as exc:
             code = _exit_code(exc)
-        except BaseException:  # noqa: BLE001
-            traceback.print_exc()
+        except BaseException as exc:  # noqa: BLE001
+            _print_uncaught(exc)
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
@@ -247,8 +225,30 @@ def _compile_to_stdout(source: str, filename: str) -> None:
             code = compile(fh.read(), filename, "exec", dont_inherit=True)
         wire.write_all(1, b"C" + marshal.dumps(code))
     except BaseException as exc:  # noqa: BLE001 - any failure is the program's
-        message = "".join(traceback.format_exception_only(type(exc), exc))
-        wire.write_all(1, b"E" + message.encode("utf-8", "replace"))
+        wire.write_all(1, b"E" + _format_exception_only(exc).encode("utf-8", "replace"))
+
+
+def _print_uncaught(exc: BaseException) -> None:
+    """What the interpreter does with an uncaught exception: ``sys.excepthook`` (the program may
+    have set its own; the default is the interpreter's C printer, so no traceback module is
+    needed), the traceback starting at the program's frames, not ours."""
+    tb = exc.__traceback__
+    exc = exc.with_traceback(tb.tb_next if tb is not None else None)
+    try:
+        sys.excepthook(type(exc), exc, exc.__traceback__)
+    except BaseException:  # noqa: BLE001 - a broken hook of the program's: the default one
+        sys.__excepthook__(type(exc), exc, exc.__traceback__)
+
+
+def _format_exception_only(exc: BaseException) -> str:
+    """The interpreter's own text for an exception without traceback (a SyntaxError's shows the
+    line and the caret)."""
+    saved, sys.stderr = sys.stderr, io.StringIO()
+    try:
+        sys.__excepthook__(type(exc), exc, None)
+        return sys.stderr.getvalue()
+    finally:
+        sys.stderr = saved
 
 
 def _child_streams() -> tuple[io.TextIOWrapper, io.TextIOWrapper, io.TextIOWrapper]:
@@ -268,30 +268,20 @@ def _child_streams() -> tuple[io.TextIOWrapper, io.TextIOWrapper, io.TextIOWrapp
     return streams
 
 
-def _kill(pid: int, pid_namespace: bool) -> bool:
-    """SIGKILL every test process. Returns whether anything was signalled."""
-    try:
-        if pid_namespace:
-            os.kill(-1, signal.SIGKILL)  # all processes of the namespace but us and PID 1
-        else:
-            os.killpg(pid, signal.SIGKILL)
-        return True
-    except (ProcessLookupError, PermissionError):
-        return False
-
-
 def _exit_code(exc: SystemExit) -> int:
     if exc.code is None:
         return 0
     if isinstance(exc.code, int):
         return exc.code & 0xFF
-    with contextlib.suppress(BaseException):  # a broken stderr loses the message, not the exit code
+    try:
         print(exc.code, file=sys.stderr)
+    except BaseException:  # noqa: BLE001 - a broken stderr loses the message, not the exit code
+        return 1
     return 1
 
 
 def main() -> None:
-    pid_namespace = sys.argv[1] == "pidns"
+    warm = sys.argv[1] == "warm"
     # fds 0-2 are the tests' own: our complaints go to the runner's stderr
     diagnostics = io.TextIOWrapper(io.FileIO(DIAGNOSTICS, "w", closefd=False), encoding="utf-8",
                                    errors="backslashreplace", line_buffering=True)
@@ -299,8 +289,7 @@ def main() -> None:
     sys.stdin = sys.__stdin__ = None
     libc = ctypes.CDLL(None)
     libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # a program cannot read or write us through /proc/<pid>/mem
-    if pid_namespace:
-        libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # orphans of a test come back here to be reaped
+    libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # orphans of a test come back here to be reaped
     try:  # inherited by every child: the OOM killer picks the program, not the runner
         with open("/proc/self/oom_score_adj", "w") as fh:
             fh.write("1000")
@@ -311,7 +300,10 @@ def main() -> None:
     import site  # started with -S (a smaller heap forks faster); the packages stay importable
 
     sys.path.extend(p for p in site.getsitepackages() if p not in sys.path)
-    zygote = Zygote(pid_namespace)
+    if warm:
+        for name in WARM_MODULES:
+            __import__(name)
+    zygote = Zygote()
     gc.collect()
     gc.freeze()
     wire.write_packet(EVENTS, b"Y")
