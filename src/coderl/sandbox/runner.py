@@ -67,6 +67,7 @@ class ZygoteProcess:
         self.flavor = flavor  # "lean" or "warm"
         self.pid: int | None = None
         self.commands = self.events = -1
+        self._pending = b""  # what was read of the next packet(s)
 
     @property
     def alive(self) -> bool:
@@ -109,10 +110,34 @@ class ZygoteProcess:
             raise ZygoteLost("gone") from exc
 
     def read(self) -> tuple[bytes, bytes]:
-        try:
-            return wire.read_packet(self.events)
-        except (EOFError, ConnectionResetError) as exc:
-            raise ZygoteLost("gone") from exc
+        """The next packet, in as few reads as it takes (one, for the per-test ones)."""
+        data = self._pending
+        while True:
+            if len(data) >= wire.PACKET.size:
+                op, size = wire.PACKET.unpack_from(data)
+                end = wire.PACKET.size + size
+                if len(data) >= end:
+                    self._pending = data[end:]
+                    return op, data[wire.PACKET.size:end]
+            chunk = os.read(self.events, 1 << 16)
+            if not chunk:
+                self._pending = b""
+                raise ZygoteLost("gone")
+            data += chunk
+
+    def read_ready(self) -> list[tuple[bytes, bytes]]:
+        """The packets that have arrived (one read, and whatever else that read brought)."""
+        packets = [self.read()]
+        while len(self._pending) >= wire.PACKET.size and \
+                len(self._pending) >= wire.PACKET.size + wire.PACKET.unpack_from(self._pending)[1]:
+            packets.append(self.read())
+        return packets
+
+    def check(self) -> None:
+        """Between tests it writes nothing unasked: an event pipe that reads now is its EOF (a
+        program killed it; kill(-1) reaches both zygotes)."""
+        if self.alive and select.select([self.events], [], [], 0)[0]:
+            self.stop()
 
     def stop(self) -> None:
         """Kill and reap it (it may be dead or stopped already)."""
@@ -126,6 +151,7 @@ class ZygoteProcess:
             os.close(fd)
         self.pid = None
         self.commands = self.events = -1
+        self._pending = b""
 
 
 class Runner:
@@ -146,6 +172,7 @@ class Runner:
         fds = (self.stdin, out_w, err_w, status_w)
         self.zygotes = {flavor: ZygoteProcess(fds, box, flavor) for flavor in ("lean", "warm")}
         self.zygote = self.zygotes["warm"]  # the current submission's
+        self.stop_seen = False  # the engine's protocol pipe became readable during a run: a stop frame
         self.code_packet: bytes | None = None  # replayed to a fresh zygote: the submission's code
         self.job_packet: bytes | None = None  # ... and what its children are to be
 
@@ -153,8 +180,6 @@ class Runner:
     def _zygote(self) -> ZygoteProcess:
         """The live zygote, restarted (and told the submission again) after a program killed it."""
         zygote = self.zygote
-        if zygote.alive and select.select([zygote.events], [], [], 0)[0]:  # between tests: only its EOF
-            zygote.stop()  # a program killed it (kill(-1) reaches both zygotes)
         if not zygote.alive:
             zygote.start()
             if self.code_packet is not None:
@@ -176,11 +201,11 @@ class Runner:
     # -- requests
     def prepare(self, header: dict, blobs: list[bytes]) -> tuple[dict, list[bytes]]:
         self.recipe = header["recipe"]
-        self.work.files = dict(zip(header["files"], blobs, strict=True))
-        self.work.executables = set()
+        self.work.prepare(dict(zip(header["files"], blobs, strict=True)))
         self.prepared = False
         self.code_packet = self.job_packet = None
         self.zygote = self.zygotes[self._flavor()]
+        self.zygote.check()
         limits = header["limits"]
         if self.recipe.get("warm_python"):
             reply, out_blobs = self._prepare_python(limits)
@@ -252,6 +277,7 @@ class Runner:
         started = time.monotonic()
         stopped = ""
         pos = 0
+        self.stop_seen = False
         if not self.prepared:
             stopped = "compile error"
         elif self.recipe.get("warm_python"):
@@ -262,7 +288,7 @@ class Runner:
             stdin = blobs[pos]
             files = dict(zip(run["files"], blobs[pos + 1:pos + 1 + len(run["files"])], strict=True))
             pos += 1 + len(run["files"])
-            if not stopped and _stop_requested():
+            if not stopped and self.stop_seen and _stop_requested():
                 stopped = "stopped after an earlier failure"
             run_limits = limits
             if not stopped and budget is not None:
@@ -319,6 +345,8 @@ class Runner:
         poller = select.poll()
         for fd in (self.out_r, self.err_r, self.status_r, events):
             poller.register(fd, select.POLLIN)
+        if not self.stop_seen:
+            poller.register(PROTO_IN, select.POLLIN)
         deadline = start + limits["wall_s"]
         rss_limit_kb = None if limits.get("cgroup_memory") else limits["memory_mb"] * 1024
         pid: int | None = None
@@ -349,19 +377,22 @@ class Runner:
             for fd, _ev in poller.poll(max(wait_s, 0) * 1000 + 1):
                 if fd == events and not lost:
                     try:
-                        op, payload = zygote.read()
+                        for op, payload in zygote.read_ready():
+                            if op == b"F":
+                                (pid,) = wire.FORKED.unpack(payload)
+                                if killed_for is not None:
+                                    _kill_test(pid)
+                            elif op == b"X":
+                                exited, done = wire.EXITED.unpack(payload), True
                     except ZygoteLost:
                         lost, adopted = True, self._adopt(pid, poller)
                         done = adopted is None
                         break
-                    if op == b"F":
-                        (pid,) = wire.FORKED.unpack(payload)
-                        if killed_for is not None:
-                            _kill_test(pid)
-                    elif op == b"X":
-                        exited, done = wire.EXITED.unpack(payload), True
                 elif fd == adopted:
                     exited, done = _reap_adopted(pid), True
+                elif fd == PROTO_IN:  # read between tests (run_batch), not now
+                    self.stop_seen = True
+                    poller.unregister(PROTO_IN)
                 elif fd != events:
                     output.read(fd)
             if output.truncated[self.out_r] and killed_for is None:
@@ -455,16 +486,19 @@ class _Output:
 
     def drain(self) -> None:
         """Everything still in the pipes: every writer is dead, and the next test must find them
-        empty."""
+        empty. A read shorter than asked for emptied its pipe."""
+        poller = select.poll()
         for fd in (*self.caps, self.status_fd):
+            poller.register(fd, select.POLLIN)
+        for fd, _ev in poller.poll(0):
             while True:
                 try:
                     chunk = os.read(fd, 1 << 16)
                 except BlockingIOError:
                     break
-                if not chunk:
-                    break
                 self.take(fd, chunk)
+                if len(chunk) < 1 << 16:
+                    break
 
     def bytes(self, fd: int) -> bytes:
         return b"".join(self.chunks[fd])

@@ -19,8 +19,14 @@ class WorkDir:
         self.scratch = scratch  # other writable dirs (/tmp) wiped with it
         self.files: dict[str, bytes] = {}
         self.executables: set[str] = set()
+        self._written: dict[str, tuple] | None = None  # the files as last written, when nothing else is there
+
+    def prepare(self, files: dict[str, bytes]) -> None:
+        """A new submission's files (compiler artifacts may join them, see ``keep``)."""
+        self.files, self.executables, self._written = dict(files), set(), None
 
     def wipe(self) -> None:
+        self._written = None
         for d in [self.root, *self.scratch]:
             try:
                 names = os.listdir(d)
@@ -38,6 +44,11 @@ class WorkDir:
                     pass
 
     def materialise(self, extra: dict[str, bytes]) -> None:
+        """The prepared files (and this run's ``extra``) and nothing else. Skipped when the last
+        run left the dir as it was written: the same names, nothing in the scratch dirs, and each
+        file's inode, size, mode and change time unchanged (no program can set a change time)."""
+        if not extra and self._untouched():
+            return
         self.wipe()
         for rel, data in [*self.files.items(), *extra.items()]:
             path = self.path(rel)
@@ -48,11 +59,24 @@ class WorkDir:
                 write_all(fd, data)
             finally:
                 os.close(fd)
+        if not extra and not any("/" in rel for rel in self.files):
+            self._written = {rel: _signature(self.path(rel)) for rel in self.files}
+
+    def _untouched(self) -> bool:
+        if self._written is None or sorted(os.listdir(self.root)) != sorted(self._written):
+            return False
+        if any(os.listdir(d) for d in self.scratch):
+            return False
+        try:
+            return all(_signature(self.path(rel)) == sig for rel, sig in self._written.items())
+        except OSError:
+            return False
 
     def keep(self, rel: str) -> bool:
         """Make a compiler's artifact (a file, or a directory of them) part of every run's work dir.
         False when the compiler produced none."""
         path = self.path(rel)
+        self._written = None
         if os.path.isdir(path):
             for dirpath, _, names in os.walk(path):
                 for name in names:
@@ -84,6 +108,11 @@ class WorkDir:
             except (OSError, ValueError):
                 continue
         return out
+
+
+def _signature(path: str) -> tuple[int, int, int, int, int]:
+    st = os.stat(path, follow_symlinks=False)
+    return st.st_ino, st.st_size, st.st_mode, st.st_mtime_ns, st.st_ctime_ns
 
 
 def _make_writable_and_retry(func, path, _exc) -> None:  # type: ignore[no-untyped-def]
