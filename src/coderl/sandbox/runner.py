@@ -50,6 +50,7 @@ STATUS_MEMORY_ERROR = b"M"
 IN_ZYGOTE_COMPILE_BYTES = 256 * 1024  # bigger sources compile in a throw-away child
 MARSHAL_OUTPUT_KB = 256 * 1024  # what that child may print: the marshalled code object
 ZYGOTE_START_S = 30.0
+RESULTS_WAIT_S = 0.005
 ZYGOTE_GRACE_S = 2.0  # after a kill, how long the zygote has to report before it counts as stuck
 ADOPTED = "the program killed or stopped its parent, the sandbox's fork server"
 
@@ -278,6 +279,7 @@ class Runner:
         stopped = ""
         pos = 0
         self.stop_seen = False
+        outbox = _Outbox()
         if not self.prepared:
             stopped = "compile error"
         elif self.recipe.get("warm_python"):
@@ -298,12 +300,13 @@ class Runner:
                 else:
                     run_limits = dict(limits, wall_s=min(limits["wall_s"], max(left, 0.05)))
             if stopped:
-                write_all(PROTO_OUT, encode_frame({"index": index, "status": "skipped", "message": stopped}))
+                outbox.add(encode_frame({"index": index, "status": "skipped", "message": stopped}), urgent=False)
                 continue
             record, out, err = self._run_one(stdin, files, run_limits, fetch=run.get("fetch", []))
             fetched = record.pop("fetched", {})
             record.update(index=index, fetch_names=list(fetched))
-            write_all(PROTO_OUT, encode_frame(record, [out, err, *fetched.values()]))
+            outbox.add(encode_frame(record, [out, err, *fetched.values()]), urgent=record["status"] != "ok")
+        outbox.flush()
         return {"done": True}, []
 
     # -- one test
@@ -451,6 +454,28 @@ class Runner:
         """After a lost zygote: what it would have done. Its test processes are ours now (PID 1,
         and a child subreaper without a pid namespace); the live zygotes are spared."""
         reap.kill_children(spare=frozenset(z.pid for z in self.zygotes.values() if z.pid is not None))
+
+
+class _Outbox:
+    """Result frames for the engine, written a few at a time: every write wakes the engine up.
+    A frame waits at most RESULTS_WAIT_S, which only delays the engine's stop rule (the judge
+    ignores runs after the first failure anyway); a failed run's goes out at once."""
+
+    def __init__(self) -> None:
+        self.frames: list[bytes] = []
+        self.since = 0.0
+
+    def add(self, frame: bytes, *, urgent: bool) -> None:
+        if not self.frames:
+            self.since = time.monotonic()
+        self.frames.append(frame)
+        if urgent or time.monotonic() - self.since >= RESULTS_WAIT_S:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.frames:
+            write_all(PROTO_OUT, b"".join(self.frames))
+            self.frames = []
 
 
 class _Output:
