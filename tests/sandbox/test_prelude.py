@@ -64,3 +64,17 @@ def test_globals_set_by_one_run_do_not_reach_the_next(engine):
     assert [r.stdout for r in ex.results] == [b"fresh\n", b"fresh\n"]
     ex = _run(engine, "print(gcd(4, 6))", prelude=True)
     assert ex.results[0].stdout == b"2\n"
+
+
+@pytest.mark.parametrize(("source", "stdout"), [
+    # needs only the prelude's limits: runs in the lean zygote, with them
+    ("def f(n):\n    return n if n == 0 else f(n - 1)\nprint(f(20000), len(str(10 ** 5000)))", b"0 5001\n"),
+    ("print(eval('gcd(4, 6)'), globals()['sqrt'](9.0))", b"2 3.0\n"),  # names looked up at run time
+    ("print(\uff53\uff51\uff52\uff54(4))", b"2.0\n"),  # full-width letters: NFKC makes it sqrt
+    ("x = [3, 1, 2]\nprint(sorted(x), 'sqrt')", b"[1, 2, 3] sqrt\n"),
+])
+def test_a_prelude_is_left_out_only_where_no_program_could_tell(engine, source, stdout):
+    """A prelude submission that uses none of its names forks from the lean zygote (much
+    faster) with the prelude's two limits; anything that could reach a prelude name gets it."""
+    result = _run(engine, source, prelude=True).results[0]
+    assert result.stdout == stdout, result.stderr

@@ -27,7 +27,9 @@ other deaths.
 
 from __future__ import annotations
 
+import marshal
 import os
+import re
 import resource
 import select
 import signal
@@ -69,6 +71,7 @@ class ZygoteProcess:
         self.pid: int | None = None
         self.commands = self.events = -1
         self._pending = b""  # what was read of the next packet(s)
+        self.prelude_names: frozenset[bytes] = frozenset()  # the warm one's answer, see _needs_prelude
 
     @property
     def alive(self) -> bool:
@@ -97,10 +100,12 @@ class ZygoteProcess:
         self.pid, self.commands, self.events = pid, commands_w, events_r
         ready, _, _ = select.select([events_r], [], [], ZYGOTE_START_S)
         try:
-            started = bool(ready) and self.read() == (b"Y", b"")
+            op, names = self.read() if ready else (b"", b"")
         except ZygoteLost:
-            started = False
-        if not started:
+            op = b""
+        if op == b"Y" and names:
+            self.prelude_names = frozenset(name.encode() for name in marshal.loads(names))
+        if op != b"Y":
             self.stop()
             raise RuntimeError("the zygote did not start")
 
@@ -218,12 +223,17 @@ class Runner:
         return reply, out_blobs
 
     def _flavor(self) -> str:
-        """The warm zygote for Python that imports anything (a false "import" in a string only
-        costs speed), the lean one for the rest."""
+        """The warm zygote (it holds the prelude's modules) for Python that imports anything (a
+        false "import" in a string only costs speed) or needs the LiveCodeBench prelude; the
+        lean one, which forks faster, for the rest. A prelude asked for but not needed is left out
+        and only its two limits kept (``_needs_prelude``)."""
         if not self.recipe.get("warm_python"):
             return "lean"
-        warm = self.recipe.get("prelude") or b"import" in self.work.files[self.recipe["source"]]
-        return "warm" if warm else "lean"
+        source = self.work.files[self.recipe["source"]]
+        if b"import" in source:
+            return "warm"
+        names = self.zygotes["warm"].prelude_names
+        return "warm" if self.recipe.get("prelude") and (not names or _needs_prelude(source, names)) else "lean"
 
     def _compile(self, limits: dict) -> tuple[dict, list[bytes]]:
         self._set_job({"kind": "exec", "argv": self.recipe["compile"], "env": self.recipe.get("env", {})}, limits)
@@ -242,7 +252,9 @@ class Runner:
         A big source compiles in a throw-away child first, and the code comes back marshalled."""
         name = self.recipe["source"]
         source = self.work.files[name]
-        meta = {"filename": "/box/" + name, "prelude": bool(self.recipe.get("prelude"))}
+        prelude = bool(self.recipe.get("prelude"))
+        warm = self.zygote is self.zygotes["warm"]
+        meta = {"filename": "/box/" + name, "prelude": prelude and warm, "prelude_limits": prelude and not warm}
         if len(source) <= IN_ZYGOTE_COMPILE_BYTES:
             packet = meta_packet({**meta, "form": "source"}, source)
         else:
@@ -601,6 +613,21 @@ def _status(record: dict, killed_for: str | None, limits: dict) -> str:
 def _compile_record(status: str, seconds: float) -> dict:
     return {"status": status, "exit_code": 0 if status == "ok" else 1, "signal": None, "cpu_s": round(seconds, 6),
             "wall_s": round(seconds, 6), "memory_kb": 0, "message": ""}
+
+
+_IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+_LOOKS_UP_NAMES = frozenset({b"eval", b"exec", b"compile", b"globals", b"locals", b"vars", b"getattr", b"breakpoint",
+                             b"__builtins__", b"__dict__", b"__import__"})
+
+
+def _needs_prelude(source: bytes, names: frozenset[bytes]) -> bool:
+    """Whether a program could tell that the prelude is missing. Conservative: any token the
+    prelude binds (in a string or a comment too), any way to look a name up at run time, or any
+    non-ASCII byte (identifiers are NFKC-normalised: a full-width sqrt is ``sqrt``)."""
+    if not source.isascii():
+        return True
+    tokens = set(_IDENTIFIER.findall(source))
+    return bool(tokens & names or tokens & _LOOKS_UP_NAMES)
 
 
 def _stop_requested() -> bool:

@@ -68,6 +68,7 @@ LCB_PRELUDE = (
     "functools, operator, io, sys, json; sys.setrecursionlimit(50000); sys.set_int_max_str_digits(0)\n"
 )
 _PRELUDE_CODE = compile(LCB_PRELUDE, "<prelude>", "exec", dont_inherit=True)
+PRELUDE_LIMITS = (50000, 0)  # what LCB_PRELUDE sets: the recursion limit, the int-to-str digit limit
 DEFAULT_RECURSION_LIMIT = sys.getrecursionlimit()
 DEFAULT_MAX_STR_DIGITS = sys.get_int_max_str_digits()
 FULL_COLLECTION_EVERY = 64  # loads between full collections (frozen cycles are never collected)
@@ -126,6 +127,9 @@ class Zygote:
                 return wire.meta_packet({"ok": False, "seconds": time.monotonic() - started, "message": message})
         self.code = code
         self._load_main(meta["filename"], meta["prelude"])
+        if meta.get("prelude_limits"):  # a program that needs the prelude's limits but none of its names
+            sys.setrecursionlimit(PRELUDE_LIMITS[0])
+            sys.set_int_max_str_digits(PRELUDE_LIMITS[1])
         return wire.meta_packet({"ok": True, "seconds": time.monotonic() - started})
 
     def _load_main(self, filename: str, prelude: bool) -> None:
@@ -251,6 +255,20 @@ def _format_exception_only(exc: BaseException) -> str:
         sys.stderr = saved
 
 
+def _prelude_names() -> list[str]:
+    """The names LCB_PRELUDE binds to something other than the builtin of that name: a program
+    that uses none of them (and looks no name up at run time) runs the same without the prelude.
+    The runner decides that; this process, which holds the modules, tells it the names."""
+    namespace = {"__builtins__": builtins}
+    saved = sys.getrecursionlimit(), sys.get_int_max_str_digits()
+    try:
+        exec(_PRELUDE_CODE, namespace)  # noqa: S102 - our constant, see LCB_PRELUDE
+    finally:
+        sys.setrecursionlimit(saved[0])
+        sys.set_int_max_str_digits(saved[1])
+    return sorted(k for k, v in namespace.items() if not k.startswith("__") and getattr(builtins, k, namespace) is not v)
+
+
 def _warm_up() -> None:
     """Run, here and once, what most programs do: read a line, split it, convert, compute and
     print. A child then finds the interpreter's method cache filled for those (type, name) pairs
@@ -328,7 +346,7 @@ def main() -> None:
     _warm_up()
     gc.collect()
     gc.freeze()
-    wire.write_packet(EVENTS, b"Y")
+    wire.write_packet(EVENTS, b"Y", marshal.dumps(_prelude_names() if warm else []))
     zygote.serve()
 
 
