@@ -72,6 +72,8 @@ def test_globals_set_by_one_run_do_not_reach_the_next(engine):
     ("print(eval('gcd(4, 6)'), globals()['sqrt'](9.0))", b"2 3.0\n"),  # names looked up at run time
     ("print(\uff53\uff51\uff52\uff54(4))", b"2.0\n"),  # full-width letters: NFKC makes it sqrt
     ("x = [3, 1, 2]\nprint(sorted(x), 'sqrt')", b"[1, 2, 3] sqrt\n"),
+    ("print('a,b'.split(','), (3.5).\n    is_integer())", b"['a', 'b'] False\n"),  # attributes, not names
+    ("print(split(',', 'a,b'))", b"['a', 'b']\n"),  # re.split, through the prelude
 ])
 def test_a_prelude_is_left_out_only_where_no_program_could_tell(engine, source, stdout):
     """A prelude submission that uses none of its names forks from the lean zygote (much

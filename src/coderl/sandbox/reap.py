@@ -13,8 +13,8 @@ slot's other zygote.)
 from __future__ import annotations
 
 import os
-import signal
 import time
+from _signal import SIGKILL  # not ``signal``: the lean zygote stays without enum and collections
 
 
 def kill_children(spare: frozenset[int] = frozenset()) -> None:
@@ -32,7 +32,7 @@ def kill_children(spare: frozenset[int] = frozenset()) -> None:
             return
         for pid in targets:
             try:
-                os.kill(pid, signal.SIGKILL)
+                os.kill(pid, SIGKILL)
             except ProcessLookupError:
                 continue
         time.sleep(0.0002)  # the killed ones need a moment to become zombies

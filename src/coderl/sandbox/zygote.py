@@ -35,6 +35,7 @@ import wire  # noqa: E402
 
 del sys.path[0]
 
+import _signal  # noqa: E402 - not ``signal``, which loads enum, collections and functools: 1 MB more to fork
 import atexit  # noqa: E402
 import builtins  # noqa: E402
 import ctypes  # noqa: E402
@@ -42,7 +43,6 @@ import gc  # noqa: E402
 import io  # noqa: E402
 import marshal  # noqa: E402
 import resource  # noqa: E402
-import signal  # noqa: E402
 import time  # noqa: E402
 import types  # noqa: E402
 
@@ -334,8 +334,8 @@ def main() -> None:
             fh.write("1000")
     except OSError:
         pass
-    for sig in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT):  # children inherit the defaults
-        signal.signal(sig, signal.SIG_DFL)
+    for sig in (_signal.SIGPIPE, _signal.SIGXFSZ, _signal.SIGINT):  # children inherit the defaults
+        _signal.signal(sig, _signal.SIG_DFL)
     import site  # started with -S (a smaller heap forks faster); the packages stay importable
 
     sys.path.extend(p for p in site.getsitepackages() if p not in sys.path)
@@ -346,6 +346,7 @@ def main() -> None:
     _warm_up()
     gc.collect()
     gc.freeze()
+    libc.malloc_trim(0)  # what starting up freed goes back: every resident page is copied by each fork
     wire.write_packet(EVENTS, b"Y", marshal.dumps(_prelude_names() if warm else []))
     zygote.serve()
 
