@@ -335,6 +335,16 @@ def test_no_state_between_tests(engine):
     assert ex2.results[0].stdout == b"1\n"
 
 
+def test_a_work_dir_file_changed_in_place_is_rewritten(run):
+    """The runner skips rebuilding an untouched work dir; a program that rewrites its own source
+    with the same size and puts the modification time back must not reach the next test."""
+    src = ("import os\nsrc = open('main.py').read()\nprint(len(src), src.count('Z' * 4))\n"
+           "st = os.stat('main.py')\nopen('main.py', 'w').write(src.replace('Y', 'Z'))\n"
+           "os.utime('main.py', ns=(st.st_atime_ns, st.st_mtime_ns))\n# YYYY\n")
+    outs = [r.stdout for r in run(src, b"", b"", b"").results]
+    assert len(set(outs)) == 1 and outs[0].endswith(b" 0\n"), outs
+
+
 def test_concurrent_runs_do_not_see_each_other(engine):
     from coderl.sandbox import Limits, Program
 
