@@ -5,9 +5,10 @@ Inside the sandbox this is ``/coderl/reap.py``, used by the zygotes and the runn
 Every process a test starts stays a descendant of the zygote that forked it: orphans are
 re-parented to the nearest child subreaper, which the zygote is, and the seccomp filter denies
 ptrace, the only way to take another process as a child. So what a test left behind is exactly the
-zygote's children and their descendants: killing the children re-parents theirs to the zygote,
-and the next round kills those, until none is left. (``kill(-1)`` reaches them too, but also the
-slot's other zygote.)
+zygote's subtree. It is killed whole, round after round, and reaped only when nothing in it is
+alive: until then the zombies keep their places under the process limits (RLIMIT_NPROC and the
+cgroup's pids.max count them), so a fork bomb cannot refill what was killed. (``kill(-1)`` would
+reach them too, but also the slot's other zygote.)
 """
 
 from __future__ import annotations
@@ -16,35 +17,73 @@ import os
 import time
 from _signal import SIGKILL  # not ``signal``: the lean zygote stays without enum and collections
 
+GIVE_UP_S = 5.0  # a process that will not die (stuck in the kernel): the slot's own timeouts take over
+
 
 def kill_children(spare: frozenset[int] = frozenset()) -> None:
-    """SIGKILL and reap every child of this process but ``spare``, round by round, until there
-    is none. The common case (the test left nothing) is one ``waitpid``."""
-    while True:
-        try:
-            reaped, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if reaped:
-            continue
-        targets = [pid for pid in _children() if pid not in spare]
-        if not targets:
-            return
-        for pid in targets:
+    """SIGKILL every descendant of this process but ``spare`` (and theirs), then reap them. The
+    common case, a test that left nothing, is one ``waitid``."""
+    try:
+        os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return
+    give_up = time.monotonic() + GIVE_UP_S
+    while time.monotonic() < give_up:
+        alive = [pid for pid in _subtree(os.getpid(), spare) if _alive(pid)]
+        if not alive:
+            break
+        for pid in alive:
             try:
                 os.kill(pid, SIGKILL)
             except ProcessLookupError:
                 continue
-        time.sleep(0.0002)  # the killed ones need a moment to become zombies
+        time.sleep(0.0001)  # the killed ones need a moment to become zombies
+    while True:  # every zombie is our child now (its parent died before it, or is us)
+        try:
+            if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                return
+        except ChildProcessError:
+            return
 
 
-def _children() -> list[int]:
-    me = os.getpid()
+def _subtree(root: int, spare: frozenset[int]) -> list[int]:
+    found, todo = [], [root]
+    while todo:
+        for child in _children(todo.pop()):
+            if child not in spare:
+                found.append(child)
+                todo.append(child)
+    return found
+
+
+def _children(pid: int) -> list[int]:
+    """A process's children, through every one of its threads (a thread's forks are its own)."""
+    out: list[int] = []
     try:
-        with open(f"/proc/{me}/task/{me}/children") as fh:
-            return [int(pid) for pid in fh.read().split()]
-    except FileNotFoundError:  # a kernel without CONFIG_PROC_CHILDREN: every process's parent
-        return [int(p) for p in os.listdir("/proc") if p.isdigit() and _parent(p) == me]
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:  # gone meanwhile
+        return out
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children") as fh:
+                out += [int(child) for child in fh.read().split()]
+        except FileNotFoundError:  # gone, or a kernel without CONFIG_PROC_CHILDREN
+            if not os.path.exists(f"/proc/{pid}/task/{tid}"):
+                continue
+            out += [int(p) for p in os.listdir("/proc") if p.isdigit() and _parent(p) == pid]
+            break
+        except OSError:
+            continue
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            state = fh.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
 
 
 def _parent(pid: str) -> int:
