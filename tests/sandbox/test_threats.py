@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import socket
 import threading
+import time
 
 import pytest
 
@@ -293,6 +294,15 @@ def test_stopping_the_fork_server_is_not_accepted_and_harms_nothing(run):
     r = one(run("import os, signal\nos.kill(os.getppid(), signal.SIGSTOP)\nprint('stopped it')", wall_s=1))
     assert r.status is not OK
     assert one(run("print(4)")).stdout == b"4\n"
+    # the other fork server, stopped by a program of one flavour, is noticed before the other's next use
+    stop_all = ("import os, signal\nfor p in os.listdir('/proc'):\n    if p.isdigit() and int(p) not in (1, os.getpid()):\n"
+                "        os.kill(int(p), signal.SIGSTOP)\nprint('stopped')")
+    assert one(run(stop_all, wall_s=1)).status is not OK
+    for _ in range(2):  # both slots
+        started = time.monotonic()
+        assert one(run("import math\nprint(math.floor(4.5))")).stdout == b"4\n"
+        assert one(run("print(5)")).stdout == b"5\n"
+        assert time.monotonic() - started < 5  # not through a runner timeout and a slot replacement
 
 
 def test_limits_priority_and_affinity_of_other_processes_cannot_be_changed(run):

@@ -140,10 +140,16 @@ class ZygoteProcess:
         return packets
 
     def check(self) -> None:
-        """Between tests it writes nothing unasked: an event pipe that reads now is its EOF (a
-        program killed it; kill(-1) reaches both zygotes)."""
-        if self.alive and select.select([self.events], [], [], 0)[0]:
+        """Stop it if a program killed or stopped it (kill(-1) reaches both zygotes): between tests
+        it writes nothing unasked, so an event pipe that reads now is its EOF."""
+        if self.alive and (select.select([self.events], [], [], 0)[0] or _stopped(self.pid)):  # type: ignore[arg-type]
             self.stop()
+
+    def answer(self, timeout_s: float) -> tuple[bytes, bytes]:
+        """Its reply to a request, or ZygoteLost when none comes in time."""
+        if not self._pending and not select.select([self.events], [], [], timeout_s)[0]:
+            raise ZygoteLost("no answer")
+        return self.read()
 
     def stop(self) -> None:
         """Kill and reap it (it may be dead or stopped already)."""
@@ -190,7 +196,7 @@ class Runner:
             zygote.start()
             if self.code_packet is not None:
                 zygote.send(b"S", self.code_packet)
-                op, reply = zygote.read()
+                op, reply = zygote.answer(ZYGOTE_START_S)
                 if op != b"C" or not split_meta_packet(reply)[0]["ok"]:
                     raise RuntimeError("a fresh zygote could not load the submission again")
             if self.job_packet is not None:
@@ -268,7 +274,7 @@ class Runner:
         try:
             zygote = self._zygote()
             zygote.send(b"S", packet)
-            op, reply = zygote.read()
+            op, reply = zygote.answer(ZYGOTE_START_S)
         except ZygoteLost:  # the compiler itself blew up on this source
             self.zygote.stop()
             message = b"compiling the program crashed the interpreter\n"
@@ -539,6 +545,14 @@ class _Output:
 
     def bytes(self, fd: int) -> bytes:
         return b"".join(self.chunks[fd])
+
+
+def _stopped(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] in ("T", "t")
+    except (OSError, IndexError):
+        return False
 
 
 def _pwrite_all(fd: int, data: bytes) -> None:
