@@ -94,14 +94,18 @@ class RunResult:
         return cls(status=RunStatus.SKIPPED, message=message)
 
     def to_dict(self, *, text: bool = True) -> dict[str, Any]:
-        """JSON-ready dict; output bytes decoded as UTF-8 with replacement when ``text``."""
-        data = dataclasses.asdict(self)
+        """JSON-ready dict; output bytes decoded as UTF-8 with replacement when ``text``. Every
+        field but ``files`` is a scalar or bytes, so no ``dataclasses.asdict`` (a deep copy, and
+        a hot spot of the judge API)."""
+        data = {name: getattr(self, name) for name in _RECORD_FIELDS}
         data["status"] = self.status.value
-        data.pop("files")
         if text:
             data["stdout"] = self.stdout.decode("utf-8", "replace")
             data["stderr"] = self.stderr.decode("utf-8", "replace")
         return data
+
+
+_RECORD_FIELDS = tuple(f.name for f in dataclasses.fields(RunResult) if f.name != "files")
 
 
 @dataclass(frozen=True, kw_only=True)
