@@ -27,6 +27,7 @@ other deaths.
 
 from __future__ import annotations
 
+import contextlib
 import marshal
 import os
 import re
@@ -37,8 +38,6 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import contextlib
-
 import reap  # noqa: E402 - the modules beside this file (``/coderl`` in the sandbox)
 import wire  # noqa: E402
 from wire import encode_frame, meta_packet, oom_kills, read_frame, split_meta_packet, write_all  # noqa: E402
@@ -117,25 +116,20 @@ class ZygoteProcess:
 
     def read(self) -> tuple[bytes, bytes]:
         """The next packet, in as few reads as it takes (one, for the per-test ones)."""
-        data = self._pending
-        while True:
-            if len(data) >= wire.PACKET.size:
-                op, size = wire.PACKET.unpack_from(data)
-                end = wire.PACKET.size + size
-                if len(data) >= end:
-                    self._pending = data[end:]
-                    return op, data[wire.PACKET.size:end]
+        while _whole_packet(self._pending) is None:
             chunk = os.read(self.events, 1 << 16)
             if not chunk:
                 self._pending = b""
                 raise ZygoteLost("gone")
-            data += chunk
+            self._pending += chunk
+        end = _whole_packet(self._pending)
+        op, packet, self._pending = self._pending[:1], self._pending[wire.PACKET.size:end], self._pending[end:]
+        return op, packet
 
     def read_ready(self) -> list[tuple[bytes, bytes]]:
         """The packets that have arrived (one read, and whatever else that read brought)."""
         packets = [self.read()]
-        while len(self._pending) >= wire.PACKET.size and \
-                len(self._pending) >= wire.PACKET.size + wire.PACKET.unpack_from(self._pending)[1]:
+        while _whole_packet(self._pending) is not None:
             packets.append(self.read())
         return packets
 
@@ -545,6 +539,14 @@ class _Output:
 
     def bytes(self, fd: int) -> bytes:
         return b"".join(self.chunks[fd])
+
+
+def _whole_packet(data: bytes) -> int | None:
+    """Where the first packet in ``data`` ends, if all of it is there."""
+    if len(data) < wire.PACKET.size:
+        return None
+    end = wire.PACKET.size + wire.PACKET.unpack_from(data)[1]
+    return end if len(data) >= end else None
 
 
 def _stopped(pid: int) -> bool:
