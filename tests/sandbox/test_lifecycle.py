@@ -4,6 +4,7 @@ stop rules and budgets."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import threading
@@ -121,3 +122,23 @@ def test_file_paths_cannot_escape_the_work_dir(path):
         RunInput(files={path: b"1"})
     with pytest.raises(BadRequest):
         Program("python", "x", files={path: b"1"})
+
+
+def test_a_cancelled_caller_never_loses_its_slot():
+    """Cancelled mid-run (the slot's state is unknown, so it is replaced), and cancelled again
+    while that happens: the one slot must still come back to the idle queue."""
+
+    async def main() -> bytes:
+        async with Engine(slots=1) as engine:
+            task = asyncio.ensure_future(engine.execute(Program("python", "import time\ntime.sleep(5)"), [b""],
+                                                        Limits(cpu_s=6, wall_s=10)))
+            await asyncio.sleep(0.5)
+            task.cancel()
+            await asyncio.sleep(0)  # the first cancellation reaches the engine
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            ex = await asyncio.wait_for(engine.execute(Program("python", "print(1)"), [b""]), 30)
+            return ex.results[0].stdout
+
+    assert asyncio.run(main()) == b"1\n"

@@ -92,6 +92,10 @@ def test_hung_runner_is_replaced_and_the_work_retried(small_service):
     """A runner that stops answering (SIGSTOP) is given up after its run's wall limit plus a grace
     period, replaced, and the submission resumed on the fresh slot: never a verdict about the program."""
     service = _service_pid(small_service)
+    # a request that ran past its deadline (the test before) left its slot being replaced in the
+    # background: this one waits for the replacement, so the runner stopped below is the live one
+    assert httpx.post(small_service + "/v1/run", json={"language": "python", "code": "print(1)"},
+                      timeout=60).json()["run"]["stdout"] == "1\n"
     before = _runners_of(service)
     assert before
     for pid in before:
