@@ -46,8 +46,6 @@ from workdir import WorkDir  # noqa: E402
 del sys.path[0]
 
 PROTO_IN, PROTO_OUT = 10, 11
-ZYGOTE_FDS = {"commands": 10, "events": 11, "diagnostics": 12}
-STATUS_MEMORY_ERROR = b"M"
 IN_ZYGOTE_COMPILE_BYTES = 256 * 1024  # bigger sources compile in a throw-away child
 MARSHAL_OUTPUT_KB = 256 * 1024  # what that child may print: the marshalled code object
 ZYGOTE_START_S = 30.0
@@ -80,7 +78,7 @@ class ZygoteProcess:
         commands_r, commands_w = os.pipe()
         events_r, events_w = os.pipe()
         layout = [*self.test_fds, commands_r, events_w, 2]
-        targets = [0, 1, 2, 3, ZYGOTE_FDS["commands"], ZYGOTE_FDS["events"], ZYGOTE_FDS["diagnostics"]]
+        targets = [0, 1, 2, wire.STATUS_FD, wire.ZYGOTE_COMMANDS, wire.ZYGOTE_EVENTS, wire.ZYGOTE_DIAGNOSTICS]
         script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "zygote.py")
         argv = [sys.executable, "-I", "-S", script, self.flavor]
         pid = os.fork()
@@ -429,7 +427,7 @@ class Runner:
             "exit_code": None,
             "signal": None,
             "time_limit_kind": None,
-            "memory_error": STATUS_MEMORY_ERROR in output.status,
+            "memory_error": wire.STATUS_MEMORY_ERROR in output.status,
             "message": "",
             "zygote_lost": lost,
         }

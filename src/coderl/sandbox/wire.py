@@ -19,6 +19,12 @@ import marshal
 import os
 import struct
 
+# The zygote's fds: a test process gets 0-3 (stdin memfd, stdout, stderr, the status pipe); the
+# zygote also holds its command and event pipes and the runner's stderr for its own complaints.
+STATUS_FD = 3
+ZYGOTE_COMMANDS, ZYGOTE_EVENTS, ZYGOTE_DIAGNOSTICS = 10, 11, 12
+STATUS_MEMORY_ERROR = b"M"  # what a Python test process writes on the status pipe when out of memory
+
 HEADER = struct.Struct(">I")
 MAX_HEADER = 16 * 1024 * 1024
 PACKET = struct.Struct(">cI")

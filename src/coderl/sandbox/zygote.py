@@ -52,9 +52,7 @@ import types  # noqa: E402
 WARM_MODULES = ("bisect", "collections", "contextlib", "copy", "datetime", "decimal", "fractions", "functools",
                 "hashlib", "heapq", "itertools", "json", "math", "operator", "random", "re", "statistics",
                 "string", "traceback", "typing")
-COMMANDS, EVENTS, DIAGNOSTICS = 10, 11, 12
-STATUS_FD = 3
-STATUS_MEMORY_ERROR = b"M"
+COMMANDS, EVENTS, DIAGNOSTICS = wire.ZYGOTE_COMMANDS, wire.ZYGOTE_EVENTS, wire.ZYGOTE_DIAGNOSTICS
 # LiveCodeBench's prelude: the star-imports its judge puts before every Python program. A
 # submission asks for it with ``"prelude": true``; it is then run once into the namespace every
 # child starts from (never per test: it costs more than a trivial program). Only this constant is
@@ -198,7 +196,7 @@ class Zygote:
         except SystemExit as exc:
             code = _exit_code(exc)
         except MemoryError as exc:
-            wire.write_all(STATUS_FD, STATUS_MEMORY_ERROR)
+            wire.write_all(wire.STATUS_FD, wire.STATUS_MEMORY_ERROR)
             _print_uncaught(exc)
             code = 1
         except BaseException as exc:  # noqa: BLE001
