@@ -326,13 +326,10 @@ class Runner:
         _pwrite_all(self.stdin, stdin)
         os.lseek(self.stdin, 0, os.SEEK_SET)  # the offset the test process shares with us
         start = time.monotonic()
-        try:
-            self._zygote().send(b"R")
-            record, out, err = self._watch(limits, start)
-        except ZygoteLost:  # it died between tests (a program's daemon got it before the kill)
-            self.zygote.stop()
-            self._zygote().send(b"R")
-            record, out, err = self._watch(limits, time.monotonic())
+        # A zygote a program killed is gone by now: stopped while its test ran (_watch), or found
+        # by check() before the submission began; a send that still fails is ours (sandbox error).
+        self._zygote().send(b"R")
+        record, out, err = self._watch(limits, start)
         markers = self.recipe.get("memory_error_markers", [])
         if record["status"] == "runtime_error" and any(m.encode() in err for m in markers):
             record["status"] = "memory_limit"
