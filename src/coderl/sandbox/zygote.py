@@ -72,6 +72,7 @@ DEFAULT_MAX_STR_DIGITS = sys.get_int_max_str_digits()
 FULL_COLLECTION_EVERY = 64  # loads between full collections (frozen cycles are never collected)
 MAX_FD = 65536
 _FORKED, _FORKED_SIZE = wire.FORKED_PACKET, wire.FORKED.size
+_EXITED_NOWAIT = os.WEXITED | os.WNOWAIT
 _EXITED, _EXITED_SIZE = wire.EXITED_PACKET, wire.EXITED.size
 PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 4, 36
 
@@ -158,6 +159,10 @@ class Zygote:
         if pid == 0:
             self._child()
         os.write(EVENTS, _FORKED.pack(b"F", _FORKED_SIZE, pid))
+        # Wait without reaping, then reap: a program that killed us and exited is then still a
+        # zombie when we die, left with its status for the runner to adopt. (A wait4 woken by our
+        # own pending SIGKILL reaps a child that exited meanwhile, and the status dies with us.)
+        os.waitid(os.P_PID, pid, _EXITED_NOWAIT)
         _, status, usage = os.wait4(pid, 0)
         reap.kill_children()
         os.write(EVENTS, _EXITED.pack(b"X", _EXITED_SIZE, status, usage.ru_utime, usage.ru_stime, usage.ru_maxrss))
