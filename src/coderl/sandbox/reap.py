@@ -46,6 +46,21 @@ def kill_children(spare: frozenset[int] = frozenset()) -> None:
             return
 
 
+def oldest_child(spare: frozenset[int] = frozenset()) -> int | None:
+    """This process's longest-running child but ``spare``, or None. When a zygote dies before it
+    names the test process it forked, that process is the oldest of the orphans it leaves here:
+    whatever the test started was forked after it (ties broken by the lower pid)."""
+    started = []
+    for pid in _children(os.getpid()):
+        if pid not in spare:
+            try:
+                with open(f"/proc/{pid}/stat") as fh:
+                    started.append((int(fh.read().rsplit(")", 1)[1].split()[19]), pid))
+            except (OSError, IndexError, ValueError):  # reaped meanwhile
+                continue
+    return min(started)[1] if started else None
+
+
 def _subtree(root: int, spare: frozenset[int]) -> list[int]:
     found, todo = [], [root]
     while todo:

@@ -377,7 +377,7 @@ class Runner:
             if give_up_at is not None and now >= give_up_at:
                 if lost:
                     break
-                lost, adopted = True, self._adopt(pid, poller)
+                lost, (pid, adopted) = True, self._adopt(pid, poller)
                 if adopted is None:
                     break
                 give_up_at = now + ZYGOTE_GRACE_S
@@ -395,7 +395,7 @@ class Runner:
                             elif op == b"X":
                                 exited, done = wire.EXITED.unpack(payload), True
                     except ZygoteLost:
-                        lost, adopted = True, self._adopt(pid, poller)
+                        lost, (pid, adopted) = True, self._adopt(pid, poller)
                         done = adopted is None
                         break
                 elif fd == adopted:
@@ -443,24 +443,29 @@ class Runner:
             record["message"] = ADOPTED
         return record, output.bytes(self.out_r), output.bytes(self.err_r)
 
-    def _adopt(self, pid: int | None, poller: select.poll) -> int | None:
+    def _adopt(self, pid: int | None, poller: select.poll) -> tuple[int | None, int | None]:
         """The zygote is gone or stuck: stop it for good, and wait for the test process ourselves
-        (PID 1 inherits it). Returns a pidfd to poll, or None when there is nothing to wait for."""
+        (PID 1 inherits it). Returns its pid and a pidfd to poll, or a None pidfd when there is
+        nothing to wait for."""
         poller.unregister(self.zygote.events)
-        self.zygote.stop()
-        if pid is None:
-            return None
+        self.zygote.stop()  # reaped, so its orphans are ours now
+        if pid is None:  # it died before it named the test process (the test may have killed it first)
+            pid = reap.oldest_child(spare=self._live_zygotes())
         try:
-            pidfd = os.pidfd_open(pid)
+            pidfd = None if pid is None else os.pidfd_open(pid)
         except ProcessLookupError:
-            return None
-        poller.register(pidfd, select.POLLIN)
-        return pidfd
+            return pid, None
+        if pidfd is not None:
+            poller.register(pidfd, select.POLLIN)
+        return pid, pidfd
 
     def _kill_everything(self) -> None:
         """After a lost zygote: what it would have done. Its test processes are ours now (PID 1,
         and a child subreaper without a pid namespace); the live zygotes are spared."""
-        reap.kill_children(spare=frozenset(z.pid for z in self.zygotes.values() if z.pid is not None))
+        reap.kill_children(spare=self._live_zygotes())
+
+    def _live_zygotes(self) -> frozenset[int]:
+        return frozenset(z.pid for z in self.zygotes.values() if z.pid is not None)
 
 
 class _Outbox:
