@@ -107,6 +107,23 @@ def test_fork_bomb(run):
     assert one(run(f"{OTHERS}\nprint(others())")).stdout == b"[]\n"
 
 
+def test_a_fork_bomb_left_behind_never_reaches_the_next_submission():
+    """One slot, so that the next submission runs where the bomb was. Killing a bomb reads the
+    process tree while its processes are re-parented, and a listing can miss one: before the fork
+    server looked again for a child still alive, about 1 round in 10 left a bomb process running
+    into the next submission (seen by it, or filling the process limit so that it could not start)."""
+    from coderl.sandbox import Limits, Program
+    from coderl.sandbox.blocking import BlockingEngine
+
+    bomb = "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"
+    left_behind = "import os\nif os.fork() == 0:\n" + "\n".join("    " + line for line in bomb.splitlines()) + "\nprint('bye')"
+    with BlockingEngine(slots=1) as engine:
+        for _ in range(100):
+            ex = engine.execute(Program("python", left_behind), [b"", b""], Limits(cpu_s=2, wall_s=4, max_processes=16))
+            assert [(r.status, r.stdout) for r in ex.results] == [(OK, b"bye\n")] * 2
+            assert one(engine.execute(Program("python", f"{OTHERS}\nprint(others())"), [b""])).stdout == b"[]\n"
+
+
 def test_thread_bomb(run):
     src = ("import threading, time\nwhile True:\n    threading.Thread(target=time.sleep, args=(100,), "
            "daemon=True).start()\n")

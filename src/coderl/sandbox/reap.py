@@ -22,34 +22,29 @@ GIVE_UP_S = 5.0  # a process that will not die (stuck in the kernel): the slot's
 
 def kill_children(spare: frozenset[int] = frozenset()) -> None:
     """SIGKILL every descendant of this process but ``spare`` (and theirs), then reap them. The
-    common case, a test that left nothing, is one ``waitid``."""
+    common case, a test that left nothing, is one ``waitid``.
+
+    A listing can miss a process: a ``children`` file skips a child that is being re-parented
+    while it is read, as a fork bomb's are all the time. Once every listed process is dead, such a
+    process has become our own child, so after the reaping our direct children are listed again
+    (nothing is being re-parented then) and any left but ``spare`` start another pass."""
     try:
         os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
     except ChildProcessError:
         return
     give_up = time.monotonic() + GIVE_UP_S
-    while time.monotonic() < give_up:
-        alive = [pid for pid in _subtree(os.getpid(), spare) if _alive(pid)]
-        if not alive:
-            break
-        for pid in alive:
-            try:
-                os.kill(pid, SIGKILL)
-            except ProcessLookupError:
-                continue
-        time.sleep(0.0001)  # the killed ones need a moment to become zombies
-    while True:  # every zombie is our child now (its parent died before it, or is us)
-        try:
-            if os.waitpid(-1, os.WNOHANG)[0] == 0:
-                return
-        except ChildProcessError:
+    while True:
+        _kill_subtree(spare, give_up)
+        _reap_dead()
+        if time.monotonic() >= give_up or all(pid in spare for pid in _children(os.getpid())):
             return
 
 
 def oldest_child(spare: frozenset[int] = frozenset()) -> int | None:
     """This process's longest-running child but ``spare``, or None. When a zygote dies before it
     names the test process it forked, that process is the oldest of the orphans it leaves here:
-    whatever the test started was forked after it (ties broken by the lower pid)."""
+    whatever the test started was forked after it (ties broken by the lower pid), and nothing of
+    an earlier test is left (``kill_children``)."""
     started = []
     for pid in _children(os.getpid()):
         if pid not in spare:
@@ -59,6 +54,31 @@ def oldest_child(spare: frozenset[int] = frozenset()) -> int | None:
             except (OSError, IndexError, ValueError):  # reaped meanwhile
                 continue
     return min(started)[1] if started else None
+
+
+def _kill_subtree(spare: frozenset[int], give_up: float) -> None:
+    """Kill round by round until nothing listed lives; no reaping meanwhile, so the zombies keep
+    their places under the process limits and a fork bomb cannot refill what was killed."""
+    while time.monotonic() < give_up:
+        alive = [pid for pid in _subtree(os.getpid(), spare) if _alive(pid)]
+        if not alive:
+            return
+        for pid in alive:
+            try:
+                os.kill(pid, SIGKILL)
+            except ProcessLookupError:
+                continue
+        time.sleep(0.0001)  # the killed ones need a moment to become zombies
+
+
+def _reap_dead() -> None:
+    """Reap every zombie: all are our children now (their parents died before them, or are us)."""
+    while True:
+        try:
+            if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                return
+        except ChildProcessError:
+            return
 
 
 def _subtree(root: int, spare: frozenset[int]) -> list[int]:
