@@ -49,8 +49,7 @@ def oldest_child(spare: frozenset[int] = frozenset()) -> int | None:
     for pid in _children(os.getpid()):
         if pid not in spare:
             try:
-                with open(f"/proc/{pid}/stat") as fh:
-                    started.append((int(fh.read().rsplit(")", 1)[1].split()[19]), pid))
+                started.append((int(proc_stat(pid)[19]), pid))  # its start time
             except (OSError, IndexError, ValueError):  # reaped meanwhile
                 continue
     return min(started)[1] if started else None
@@ -112,18 +111,22 @@ def _children(pid: int) -> list[int]:
     return out
 
 
+def proc_stat(pid: int | str) -> list[str]:
+    """The fields of ``/proc/<pid>/stat`` from the state on: the command name before them is the
+    program's to choose, spaces and parentheses included. OSError when the process is gone."""
+    with open(f"/proc/{pid}/stat") as fh:
+        return fh.read().rsplit(")", 1)[1].split()
+
+
 def _alive(pid: int) -> bool:
     try:
-        with open(f"/proc/{pid}/stat") as fh:
-            state = fh.read().rsplit(")", 1)[1].split()[0]
+        return proc_stat(pid)[0] not in ("Z", "X")
     except (OSError, IndexError):
         return False
-    return state not in ("Z", "X")
 
 
 def _parent(pid: str) -> int:
     try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return int(fh.read().rsplit(")", 1)[1].split()[1])
+        return int(proc_stat(pid)[1])
     except (OSError, IndexError, ValueError):
         return -1

@@ -551,8 +551,7 @@ def _whole_packet(data: bytes) -> int | None:
 
 def _stopped(pid: int) -> bool:
     try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] in ("T", "t")
+        return reap.proc_stat(pid)[0] in ("T", "t")
     except (OSError, IndexError):
         return False
 
