@@ -451,12 +451,13 @@ class Runner:
         self.zygote.stop()  # reaped, so its orphans are ours now
         if pid is None:  # it died before it named the test process (the test may have killed it first)
             pid = reap.oldest_child(spare=self._live_zygotes())
+            if pid is None:
+                return None, None
         try:
-            pidfd = None if pid is None else os.pidfd_open(pid)
+            pidfd = os.pidfd_open(pid)
         except ProcessLookupError:
             return pid, None
-        if pidfd is not None:
-            poller.register(pidfd, select.POLLIN)
+        poller.register(pidfd, select.POLLIN)
         return pid, pidfd
 
     def _kill_everything(self) -> None:
