@@ -9,13 +9,11 @@ cd "$(dirname "$0")/.."
 EXTRAS="${1:-dev}"
 PY="${PYTHON:-python3}"
 
+# the sandbox's Debian packages: the one list the image installs too (version pins dropped here)
 need_apt=()
-command -v bwrap >/dev/null || need_apt+=(bubblewrap)
-command -v gcc >/dev/null || need_apt+=(gcc)
-command -v g++ >/dev/null || need_apt+=(g++)
-command -v javac >/dev/null || need_apt+=(default-jdk-headless)
-command -v node >/dev/null || need_apt+=(nodejs)
-command -v go >/dev/null || need_apt+=(golang-go)
+while read -r pkg; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" || need_apt+=("$pkg")
+done < <(sed -e 's/#.*//' -e 's/=.*//' -e 's/[[:space:]]//g' -e '/^$/d' docker/sandbox-apt.txt)
 if [ "${#need_apt[@]}" -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
   echo "setup: installing system packages: ${need_apt[*]}"
