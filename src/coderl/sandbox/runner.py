@@ -254,6 +254,9 @@ class Runner:
         warm = self.zygote is self.zygotes["warm"]
         meta = {"filename": "/box/" + name, "prelude": prelude and warm, "prelude_limits": prelude and not warm}
         if len(source) <= IN_ZYGOTE_COMPILE_BYTES:
+            # The parser reads a syntax error's line from the file it is named after, so that file
+            # must be this source, not the last submission's work dir.
+            self.work.materialise({})
             packet = meta_packet({**meta, "form": "source"}, source)
         else:
             self._set_job({"kind": "compile_python", "source": name, "filename": meta["filename"]}, limits)

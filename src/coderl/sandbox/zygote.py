@@ -249,10 +249,11 @@ def _print_uncaught(exc: BaseException) -> None:
 
 def _format_exception_only(exc: BaseException) -> str:
     """The interpreter's own text for an exception without traceback (a SyntaxError's shows the
-    line and the caret)."""
+    line and the caret), as ``python main.py`` prints it: the printer takes the traceback from the
+    exception itself, which holds our frames, so it is dropped first."""
     saved, sys.stderr = sys.stderr, io.StringIO()
     try:
-        sys.__excepthook__(type(exc), exc, None)
+        sys.__excepthook__(type(exc), exc.with_traceback(None), None)
         return sys.stderr.getvalue()
     finally:
         sys.stderr = saved
