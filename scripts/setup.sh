@@ -27,19 +27,32 @@ if [ ! -x .venv/bin/python ]; then
 fi
 stamp=".venv/.coderl-setup-$(cat pyproject.toml | sha256sum | cut -c1-16)-$EXTRAS"
 if [ ! -f "$stamp" ]; then
-  echo "setup: installing coderl[$EXTRAS] into .venv (first run takes a few minutes; log: .venv/setup.log)"
+  echo "setup: installing coderl[$EXTRAS] into .venv (first run takes a few minutes; pip's log: .venv/setup.log)"
   log=.venv/setup.log
-  {
-    .venv/bin/pip install --upgrade pip
-    case "$EXTRAS" in
-      *dev*|*train*)
-        .venv/bin/pip install torch==2.13.0
-        constraints=$(mktemp); echo "torch==2.13.0" > "$constraints"
-        .venv/bin/pip install -c "$constraints" -e ".[$EXTRAS]"
-        rm -f "$constraints" ;;
-      *) .venv/bin/pip install -e ".[$EXTRAS]" ;;
-    esac
-  } > "$log" 2>&1 || { echo "setup: pip failed; the end of $log:" >&2; tail -n 30 "$log" >&2; exit 1; }
+  : > "$log"
+  # pip's output goes to the log; the console gets the package pip is on, at most every 5 s
+  pip_step() {
+    echo "setup: pip install $*"
+    .venv/bin/pip install --progress-bar off "$@" >>"$log" 2>&1 &
+    local pid=$! last="" now shown=$SECONDS
+    while kill -0 "$pid" 2>/dev/null; do
+      sleep 1
+      [ $((SECONDS - shown)) -ge 5 ] || continue
+      shown=$SECONDS
+      now=$(grep -E '^(Collecting|Building wheel|Installing collected|Successfully installed)' "$log" | tail -n 1 | cut -c1-100)
+      if [ -n "$now" ] && [ "$now" != "$last" ]; then echo "setup:   $now"; last=$now; fi
+    done
+    wait "$pid" || { echo "setup: pip failed; the end of $log:" >&2; tail -n 30 "$log" >&2; exit 1; }
+  }
+  pip_step --upgrade pip
+  case "$EXTRAS" in
+    *dev*|*train*)
+      pip_step torch==2.13.0
+      constraints=$(mktemp); echo "torch==2.13.0" > "$constraints"
+      pip_step -c "$constraints" -e ".[$EXTRAS]"
+      rm -f "$constraints" ;;
+    *) pip_step -e ".[$EXTRAS]" ;;
+  esac
   rm -f .venv/.coderl-setup-*
   touch "$stamp"
 fi
