@@ -42,6 +42,24 @@ def test_run_one_program(service_url):
     assert r.headers["X-Coderl-Isolation"] == "bwrap"
 
 
+def test_run_reports_a_successful_compile(service_url):
+    """A compiled language's compile step is in /v1/run's answer whether it succeeded or not."""
+    ok = post(service_url, "/v1/run", {"language": "c", "code": "int main(void) { return 0; }"}).json()
+    assert ok["compile"]["ok"] is True and ok["compile"]["wall_s"] > 0 and ok["run"]["status"] == "ok"
+    bad = post(service_url, "/v1/run", {"language": "c", "code": "int main( {"}).json()
+    assert bad["compile"]["ok"] is False and "error" in bad["compile"]["message"]
+    assert post(service_url, "/v1/run", {"language": "python", "code": "pass"}).json()["compile"] is None
+
+
+def test_body_without_json_content_type_is_told_to_send_json(service_url):
+    """curl -d without -H sends a form: the answer names the header, not a missing field."""
+    r = httpx.post(service_url + "/v1/run", content=b'{"language": "python", "code": "pass"}',
+                   headers={"content-type": "application/x-www-form-urlencoded"})
+    assert r.status_code == 415 and "Content-Type: application/json" in r.json()["detail"]
+    r = httpx.post(service_url + "/v1/run", content=b'{"language": "python", "code": "pass"}')
+    assert r.status_code == 415
+
+
 def test_capabilities(service_url):
     caps = httpx.get(service_url + "/v1/capabilities").json()
     assert "python" in caps["languages"] and caps["isolation"] == "bwrap" and caps["default_limits"]["cpu_s"] > 0

@@ -206,7 +206,12 @@ class Observe:
 
 def _install_errors(app: FastAPI, service: Service) -> None:
     @app.exception_handler(RequestValidationError)
-    async def invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
+    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        content_type = request.headers.get("content-type", "")
+        if request.method == "POST" and "json" not in content_type:
+            # curl -d without -H sends a form; pydantic would only say "Field required"
+            got = content_type.split(";")[0] or "none"
+            return _error(415, f"send the body as JSON with 'Content-Type: application/json' (got {got})", service)
         errors = [{"loc": list(e.get("loc", ())), "msg": e.get("msg", "")} for e in exc.errors()][:20]
         first = errors[0] if errors else {"loc": [], "msg": "invalid request"}
         where = ".".join(str(p) for p in first["loc"])

@@ -58,8 +58,10 @@ async def run(body: RunRequest, request: Request) -> dict[str, Any]:
             request, service.engine.execute(Program(body.language, body.code), [body.stdin.encode()], limits),
             service.settings.request_timeout_s)
     compile_info = None
-    if ex.compile is not None and not ex.compile.ok:
-        compile_info = {"ok": False, "sandbox_error": ex.compile.sandbox_error, "message": ex.compile.message[:8000]}
+    if ex.compile is not None and (not ex.compile.ok or service.engine.language(ex.language).compile_argv is not None):
+        # a compiled language always reports its compile step, as /run_code's compile_result does
+        compile_info = {"ok": ex.compile.ok, "sandbox_error": ex.compile.sandbox_error,
+                        "wall_s": round(ex.compile.run.wall_s, 6), "message": ex.compile.message[:8000]}
     return {**service.meta(), "language": ex.language, "compile": compile_info, "run": ex.results[0].to_dict()}
 
 
