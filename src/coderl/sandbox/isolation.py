@@ -48,6 +48,26 @@ def _root_links() -> list[str]:
 
 def bwrap_argv(*, seccomp_fd: int, oom_fd: int | None, extra_binds: Iterable[str], tmpfs_mb: int) -> list[str]:
     """The full argv that starts a slot's runner inside the sandbox."""
+    args = boundary_args(extra_binds)
+    size = str(tmpfs_mb * 1024 * 1024)
+    args += [
+        *(a for name in INSIDE_FILES for a in ("--ro-bind", inside_path(name), f"{INSIDE_DIR}/{name}")),
+        "--proc", "/proc", "--dev", "/dev",
+        "--size", size, "--tmpfs", BOX,
+        "--size", size, "--tmpfs", "/tmp",
+        "--size", str(min(tmpfs_mb, 256) * 1024 * 1024), "--tmpfs", "/dev/shm",
+        "--remount-ro", "/",  # bubblewrap's root is a tmpfs: read-only, or it would carry state
+        "--chdir", BOX,
+        "--seccomp", str(seccomp_fd),
+        "--", sandbox_python(), "-I", "-S", RUNNER_PATH_INSIDE, ":".join((BOX, *SCRATCH)), "pidns",
+        "-" if oom_fd is None else str(oom_fd),
+    ]
+    return args
+
+
+def boundary_args(extra_binds: Iterable[str]) -> list[str]:
+    """bwrap and the part of its command line every sandbox shares (slots and agent sessions):
+    namespaces, identity, environment, the read-only system files and ``extra_binds`` read-only."""
     bwrap = bwrap_path()
     if bwrap is None:
         raise FileNotFoundError("bwrap not found")
@@ -68,19 +88,6 @@ def bwrap_argv(*, seccomp_fd: int, oom_fd: int | None, extra_binds: Iterable[str
         if path and not path.startswith("/usr/") and path not in seen and os.path.exists(path):
             seen.add(path)
             args += ["--ro-bind", path, path]
-    size = str(tmpfs_mb * 1024 * 1024)
-    args += [
-        *(a for name in INSIDE_FILES for a in ("--ro-bind", inside_path(name), f"{INSIDE_DIR}/{name}")),
-        "--proc", "/proc", "--dev", "/dev",
-        "--size", size, "--tmpfs", BOX,
-        "--size", size, "--tmpfs", "/tmp",
-        "--size", str(min(tmpfs_mb, 256) * 1024 * 1024), "--tmpfs", "/dev/shm",
-        "--remount-ro", "/",  # bubblewrap's root is a tmpfs: read-only, or it would carry state
-        "--chdir", BOX,
-        "--seccomp", str(seccomp_fd),
-        "--", sandbox_python(), "-I", "-S", RUNNER_PATH_INSIDE, ":".join((BOX, *SCRATCH)), "pidns",
-        "-" if oom_fd is None else str(oom_fd),
-    ]
     return args
 
 

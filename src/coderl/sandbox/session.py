@@ -1,0 +1,476 @@
+"""Agent sessions: one isolated, long-lived sandbox per episode over a copy-on-write repository.
+
+An agent episode needs what a judged program does not: a work tree that persists from one command
+to the next, a shell, file edits, and at the end the change it made, as a diff. Usage::
+
+    async with SessionHost() as host:
+        session = await host.open(Path("/data/repos/task-1"), env_dir=venv, gateway_socket=sock,
+                                  limits=SessionLimits(episode_s=600))
+        try:
+            r = await session.exec("python -m pytest -q", timeout_s=60)   # ExecResult
+            print(await session.view("src/mod.py"))                       # file-edit tool
+            await session.str_replace("src/mod.py", "a - b", "a + b")
+            diff = await session.finish()   # every process killed, then the diff, captured outside
+        finally:
+            await session.close()           # unmounts the episode's layer, removes its cgroup
+
+The boundary is the one of a judging slot (``isolation.boundary_args``: user/pid/net/mount/ipc/
+uts/cgroup namespaces, uid 65534, no capabilities, the seccomp filter, read-only system files, a
+cleared environment), plus:
+
+- ``/repo``: the task's pristine repository (``repo_dir``, a git work tree) under a private
+  overlay (``overlay.EpisodeLayer``), writable, its size capped at ``disk_mb``; ``/tmp`` and
+  ``/dev/shm`` private tmpfs. Episodes share the pristine tree read-only and nothing else, so one
+  cannot see another's files.
+- ``env_dir`` (a prepared virtualenv, ``coderl.agent.repo_env``) and ``ro_binds`` (e.g. a harness's
+  own install) read-only at their host paths; ``env_dir/bin`` leads PATH.
+- no network but the namespace's own loopback. ``gateway_socket``: one host unix socket bound in
+  at ``GATEWAY_SOCKET`` and, with ``gateway_port``, relayed from ``127.0.0.1:gateway_port`` inside
+  (for HTTP clients that cannot speak to a unix socket): the episode's single way out.
+- limits: ``SessionLimits``: the episode's wall budget (each command's timeout is cut to what is
+  left), memory and processes for the whole episode (one cgroup), output per command, disk.
+
+PID 1 is ``session_init.py``; it runs one request at a time and kills everything a command started
+when it ends, so no process survives its command. ``finish`` kills the whole sandbox, then captures
+the diff in a second, fresh sandbox that sees the episode's files read-only and the PRISTINE
+``.git`` (never the agent's: its config, hooks or index cannot take part) and runs our own git
+(``git add -A`` into a throw-away index, then ``git diff --cached --binary``). Nothing the agent
+left can run while the diff is made, and the host only reads the diff's text.
+
+Failures of the infrastructure raise ``SessionError`` (a ``SandboxError``: the sample is dropped,
+never scored); the agent's mistakes come back as results (a non-zero exit, ``timed_out``) or as
+``EditRejected`` from the file-edit tool.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import os
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from coderl.errors import BadRequest, IsolationUnavailable, SandboxError
+from coderl.sandbox import isolation, overlay, seccomp
+from coderl.sandbox.cgroups import CgroupManager, SlotCgroup
+from coderl.sandbox.wire import HEADER, MAX_HEADER, encode_frame, oom_kills
+
+REPO = "/repo"
+GATEWAY_SOCKET = "/run/coderl/gateway.sock"
+SESSION_FILES = ("session_init.py", "wire.py", "reap.py")
+_START_TIMEOUT_S = 20.0
+_GRACE_S = 10.0  # on top of a command's timeout before PID 1 counts as hung
+_CAPTURE_TIMEOUT_S = 120.0
+MAX_DIFF_BYTES = 16 << 20
+_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+
+class SessionError(SandboxError):
+    """The session's sandbox failed (did not start, died, hung): our fault, never the agent's."""
+
+
+class EditRejected(BadRequest):
+    """A file-edit request the agent got wrong (no such file, text not found or not unique)."""
+
+
+class DiffUnavailable(Exception):
+    """The episode's files cannot be turned into a diff (unreadable files, a diff over the size
+    cap): the agent's doing, so the outcome is "no valid patch", not an infrastructure failure."""
+
+
+@dataclass(frozen=True)
+class SessionLimits:
+    """Per-episode limits. ``episode_s`` bounds the whole episode; ``exec_s`` is the default timeout
+    of one command; memory and processes are for everything the episode runs at once."""
+
+    episode_s: float = 1800.0
+    exec_s: float = 120.0
+    memory_mb: int = 2048
+    max_processes: int = 256
+    output_kb: int = 256
+    disk_mb: int = 1024
+    tmp_mb: int = 256
+    open_files: int = 1024
+    file_size_mb: int = 256
+
+    def __post_init__(self) -> None:
+        for name, value in self.__dict__.items():
+            if not isinstance(value, int | float) or value <= 0:
+                raise ValueError(f"session limit {name} must be a positive number, got {value!r}")
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    """One command's outcome. ``exit_code`` is None when a signal ended it (``signal``: 9 after a
+    time-out or an out-of-memory kill); the outputs are decoded with replacement."""
+
+    exit_code: int | None
+    signal: int | None
+    timed_out: bool
+    stdout: str
+    stderr: str
+    stdout_truncated: bool = False
+    stderr_truncated: bool = False
+    oom_killed: bool = False
+    wall_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+@dataclass
+class Session:
+    """One episode's sandbox. Create with ``SessionHost.open``; methods are not safe to call
+    concurrently from several tasks beyond what the internal lock serialises."""
+
+    id: str
+    repo_dir: Path
+    limits: SessionLimits
+    _host: SessionHost
+    _layer: overlay.EpisodeLayer
+    _cgroup: SlotCgroup | None
+    _proc: asyncio.subprocess.Process | None = None
+    _oom_fd: int | None = None
+    _deadline: float = 0.0
+    _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    _env: dict[str, str] = field(default_factory=dict)
+    _diff: str | None = None
+    started_s: float = 0.0  # how long opening took
+
+    # ------------------------------------------------------------------ the shell tool
+    @property
+    def remaining_s(self) -> float:
+        return max(0.0, self._deadline - time.monotonic())
+
+    async def exec(self, cmd: str, *, timeout_s: float | None = None, cwd: str = REPO, stdin: bytes = b"",
+                   env: dict[str, str] | None = None) -> ExecResult:
+        """Run ``bash -c cmd`` in the episode; what it started is killed when it returns."""
+        budget = min(timeout_s or self.limits.exec_s, self.remaining_s)
+        if budget <= 0:
+            return ExecResult(exit_code=None, signal=None, timed_out=True, stdout="",
+                              stderr="the episode's time budget is spent")
+        lim = self.limits
+        request = {"op": "exec", "cmd": cmd, "cwd": cwd, "env": {**self._env, **(env or {})}, "timeout_s": budget,
+                   "output_bytes": lim.output_kb * 1024,
+                   "rlimits": {"RLIMIT_NOFILE": lim.open_files, "RLIMIT_FSIZE": lim.file_size_mb << 20,
+                               "RLIMIT_CORE": 0, "RLIMIT_NPROC": lim.max_processes}}
+        ooms = oom_kills(self._oom_fd)
+        reply, blobs = await self._call(request, [stdin], budget + _GRACE_S)
+        out, err = blobs
+        return ExecResult(exit_code=reply["exit_code"], signal=reply["signal"], timed_out=reply["timed_out"],
+                          stdout=out.decode("utf-8", "replace"), stderr=err.decode("utf-8", "replace"),
+                          stdout_truncated=reply["stdout_truncated"], stderr_truncated=reply["stderr_truncated"],
+                          oom_killed=oom_kills(self._oom_fd) > ooms, wall_s=reply["wall_s"])
+
+    # ------------------------------------------------------------------ files
+    async def read_file(self, path: str, max_bytes: int = 4 << 20) -> bytes:
+        reply, blobs = await self._call({"op": "read", "path": self._abs(path), "max_bytes": max_bytes}, [], _GRACE_S)
+        if "error_kind" in reply:
+            raise EditRejected(reply["message"])
+        return blobs[0]
+
+    async def write_file(self, path: str, data: bytes) -> None:
+        reply, _ = await self._call({"op": "write", "path": self._abs(path)}, [data], _GRACE_S)
+        if "error_kind" in reply:
+            raise EditRejected(reply["message"])
+
+    async def listdir(self, path: str, max_entries: int = 1000) -> list[tuple[str, bool]]:
+        """(name, is_dir) of a directory's entries, sorted."""
+        reply, _ = await self._call({"op": "listdir", "path": self._abs(path), "max_entries": max_entries}, [],
+                                    _GRACE_S)
+        if "error_kind" in reply:
+            raise EditRejected(reply["message"])
+        return [(name, is_dir) for name, is_dir in reply["entries"]]
+
+    # ------------------------------------------------------------------ the file-edit tool
+    async def view(self, path: str, view_range: tuple[int, int] | None = None) -> str:
+        """A file with line numbers (``cat -n``; ``view_range`` 1-based, inclusive, -1 = to the end),
+        or a directory's entries (directories marked with a trailing ``/``)."""
+        try:
+            entries = await self.listdir(path)
+        except EditRejected:
+            entries = None
+        if entries is not None:
+            return "\n".join(name + ("/" if is_dir else "") for name, is_dir in entries)
+        lines = (await self.read_file(path)).decode("utf-8", "replace").split("\n")
+        start, end = 1, len(lines)
+        if view_range is not None:
+            start, end = view_range[0], len(lines) if view_range[1] == -1 else view_range[1]
+            if not 1 <= start <= max(end, 1) or end > len(lines):
+                raise EditRejected(f"view_range {list(view_range)} is outside the file's {len(lines)} lines")
+        return "\n".join(f"{n:6}\t{lines[n - 1]}" for n in range(start, end + 1))
+
+    async def create(self, path: str, text: str) -> None:
+        await self.write_file(path, text.encode())
+
+    async def str_replace(self, path: str, old: str, new: str) -> None:
+        """Replace the one occurrence of ``old``; none or several are the agent's error."""
+        text = (await self.read_file(path)).decode("utf-8", "replace")
+        count = text.count(old) if old else 0
+        if count != 1:
+            raise EditRejected(f"{'no' if count == 0 else count} occurrences of the text to replace in {path}"
+                               + ("" if count == 0 else "; make it unique"))
+        await self.write_file(path, text.replace(old, new, 1).encode())
+
+    async def insert(self, path: str, after_line: int, text: str) -> None:
+        """Insert ``text`` after line ``after_line`` (0: at the top)."""
+        lines = (await self.read_file(path)).decode("utf-8", "replace").split("\n")
+        if not 0 <= after_line <= len(lines):
+            raise EditRejected(f"line {after_line} is outside the file's {len(lines)} lines")
+        lines[after_line:after_line] = text.split("\n")
+        await self.write_file(path, "\n".join(lines).encode())
+
+    # ------------------------------------------------------------------ the end of an episode
+    async def finish(self) -> str:
+        """Kill every process of the episode, then capture its change as a git diff (binary-safe,
+        new files included, ``.gitignore`` honoured, renames as delete + add). Idempotent.
+        Raises ``DiffUnavailable`` when the agent's files make a diff impossible."""
+        if self._diff is None:
+            async with self._lock:
+                await self._kill()
+                self._diff = await self._host.capture_diff(self)
+        return self._diff
+
+    async def close(self) -> None:
+        """Kill everything, unmount the episode's layer, remove its cgroup. Idempotent."""
+        async with self._lock:
+            await self._kill()
+            self._layer.remove()
+            if self._cgroup is not None:
+                self._cgroup.remove()
+                self._cgroup = None
+            if self._oom_fd is not None:
+                os.close(self._oom_fd)
+                self._oom_fd = None
+            self._host.sessions.discard(self)
+
+    async def __aenter__(self) -> Session:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def __hash__(self) -> int:
+        return hash(self.id)
+
+    # ------------------------------------------------------------------ internals
+    def _abs(self, path: str) -> str:
+        return os.path.normpath(path if path.startswith("/") else os.path.join(REPO, path))
+
+    async def _kill(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, 9)
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(proc.wait(), 5)
+        if self._cgroup is not None:
+            self._cgroup.kill_all()
+
+    async def _call(self, header: dict, blobs: list[bytes], timeout_s: float) -> tuple[dict, list[bytes]]:
+        async with self._lock:
+            proc = self._proc
+            if proc is None or proc.stdin is None or proc.stdout is None:
+                raise SessionError(f"session {self.id} is closed")
+            try:
+                proc.stdin.write(encode_frame(header, blobs))
+                await proc.stdin.drain()
+                async with asyncio.timeout(timeout_s):
+                    reply, out = await _read_frame(proc.stdout)
+            except (OSError, RuntimeError, TimeoutError, asyncio.IncompleteReadError, ValueError) as exc:
+                await self._kill()
+                raise SessionError(f"session {self.id}: its sandbox failed ({type(exc).__name__}: {exc})") from exc
+            if "error" in reply:
+                raise SessionError(f"session {self.id}: {reply['error']}")
+            return reply, out
+
+
+async def _read_frame(stream: asyncio.StreamReader) -> tuple[dict, list[bytes]]:
+    (size,) = HEADER.unpack(await stream.readexactly(HEADER.size))
+    if size > MAX_HEADER:
+        raise ValueError(f"oversized frame header {size}")
+    header = json.loads(await stream.readexactly(size))
+    return header, [await stream.readexactly(n) for n in header.get("blobs", [])]
+
+
+class SessionHost:
+    """Opens agent sessions on this machine: owns their cgroups, the seccomp program and the
+    directory their layers are mounted under. One per process is enough."""
+
+    def __init__(self, base_dir: Path | None = None) -> None:
+        self.base_dir = base_dir or Path(tempfile.gettempdir()) / "coderl-sessions"
+        self.cgroups = CgroupManager()
+        self.sessions: set[Session] = set()
+        self._seccomp: bytes | None = None
+        self._ids = itertools.count()
+        self._started = False
+
+    async def __aenter__(self) -> SessionHost:
+        self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def start(self) -> None:
+        if self._started:
+            return
+        if isolation.bwrap_path() is None:
+            raise IsolationUnavailable("bubblewrap (bwrap) is not installed: apt-get install -y bubblewrap")
+        if not seccomp.supported_machine():
+            raise IsolationUnavailable("no seccomp syscall table for this machine")
+        self._seccomp = seccomp.build_filter()
+        self.base_dir.mkdir(parents=True, exist_ok=True)
+        overlay.remove_stale(self.base_dir)
+        self.cgroups.start()
+        self._started = True
+
+    async def close(self) -> None:
+        for session in list(self.sessions):
+            await session.close()
+        self.cgroups.close()
+        self._started = False
+
+    async def open(self, repo_dir: Path, *, limits: SessionLimits | None = None, env_dir: Path | None = None,
+                   ro_binds: Sequence[str] = (), gateway_socket: str | None = None, gateway_port: int | None = None,
+                   env: dict[str, str] | None = None) -> Session:
+        """A fresh episode over ``repo_dir`` (a git work tree with its ``.git`` directory)."""
+        self.start()
+        limits = limits or SessionLimits()
+        t0 = time.monotonic()
+        if not (repo_dir / ".git").is_dir():
+            raise BadRequest(f"{repo_dir} is not a git work tree with a .git directory")
+        if gateway_port is not None and gateway_socket is None:
+            raise BadRequest("gateway_port needs gateway_socket")
+        n = next(self._ids)
+        sid = f"{os.getpid()}-{n}"
+        layer = overlay.EpisodeLayer(self.base_dir / sid, repo_dir.resolve(), limits.disk_mb)
+        cgroup = None
+        try:
+            if self.cgroups.available:
+                cgroup = self.cgroups.slot(100000 + n)  # beside any engine's slotN groups of this process
+                cgroup.set_limits(limits.memory_mb << 20, limits.max_processes)
+            path = f"{env_dir}/bin:{_PATH}" if env_dir else _PATH
+            session_env = {"PATH": path, "HOME": "/tmp", "LANG": "C.UTF-8", "TMPDIR": "/tmp", **(env or {})}
+            if env_dir:
+                session_env["VIRTUAL_ENV"] = str(env_dir)
+            session = Session(id=sid, repo_dir=repo_dir, limits=limits, _host=self, _layer=layer, _cgroup=cgroup,
+                              _env=session_env)
+            argv = self._argv(layer.merged, limits, [str(env_dir)] if env_dir else [], ro_binds,
+                              [("--bind", gateway_socket, GATEWAY_SOCKET)] if gateway_socket else [])
+            session._proc, session._oom_fd = await self._spawn(argv, cgroup)
+            session._deadline = time.monotonic() + limits.episode_s
+            self.sessions.add(session)
+        except BaseException:
+            layer.remove()
+            if cgroup is not None:
+                cgroup.remove()
+            raise
+        try:
+            assert session._proc is not None and session._proc.stdout is not None
+            async with asyncio.timeout(_START_TIMEOUT_S):
+                ready, _ = await _read_frame(session._proc.stdout)
+            if not ready.get("ready"):
+                raise SessionError(f"session {sid} sent {ready!r} instead of ready")
+            if gateway_port is not None:
+                await session._call({"op": "forward", "port": gateway_port, "socket": GATEWAY_SOCKET}, [], _GRACE_S)
+        except (TimeoutError, asyncio.IncompleteReadError, ValueError, SessionError) as exc:
+            await session.close()
+            raise SessionError(f"session {sid} did not start: {exc}") from exc
+        session.started_s = time.monotonic() - t0
+        return session
+
+    def _argv(self, merged: Path, limits: SessionLimits, env_binds: list[str], ro_binds: Sequence[str],
+              binds: list[tuple[str, str, str]], *, command: Sequence[str] | None = None,
+              repo_ro: bool = False, pristine_git: Path | None = None,
+              setenv: dict[str, str] | None = None) -> list[str]:
+        assert self._seccomp is not None
+        args = isolation.boundary_args([*env_binds, *ro_binds])
+        inside = isolation.INSIDE_DIR
+        args += [a for name in SESSION_FILES for a in ("--ro-bind", isolation.inside_path(name), f"{inside}/{name}")]
+        args += ["--proc", "/proc", "--dev", "/dev",
+                 "--ro-bind" if repo_ro else "--bind", str(merged), REPO,
+                 "--size", str(limits.tmp_mb << 20), "--tmpfs", "/tmp",
+                 "--size", str(min(limits.tmp_mb, 256) << 20), "--tmpfs", "/dev/shm"]
+        if pristine_git is not None:
+            args += ["--ro-bind", str(pristine_git), "/git"]
+        for kind, src, dst in binds:
+            args += ["--dir", os.path.dirname(dst), kind, src, dst]
+        for name, value in (setenv or {}).items():
+            args += ["--setenv", name, value]
+        args += ["--remount-ro", "/", "--chdir", REPO, "--seccomp", "SECCOMP_FD", "--"]
+        args += list(command or [isolation.sandbox_python(), "-I", "-S", f"{inside}/session_init.py"])
+        return args
+
+    async def _spawn(self, argv: list[str], cgroup: SlotCgroup | None,
+                     ) -> tuple[asyncio.subprocess.Process, int | None]:
+        assert self._seccomp is not None
+        fd = seccomp.filter_fd(self._seccomp)
+        argv = [str(fd) if a == "SECCOMP_FD" else a for a in argv]
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+        oom_fd = None
+        if cgroup is not None:  # join the cgroup before exec, so every descendant is inside
+            oom_fd = os.open(cgroup.oom_counter_file, os.O_RDONLY)
+            env["CODERL_CGROUP_PROCS"] = " ".join(cgroup.procs_files)
+            argv = ["/bin/sh", "-c", 'for p in $CODERL_CGROUP_PROCS; do echo $$ > "$p"; done; exec "$@"',
+                    "coderl-session", *argv]
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.DEVNULL, pass_fds=(fd,), env=env, limit=1 << 24, start_new_session=True)
+        except OSError as exc:
+            if oom_fd is not None:
+                os.close(oom_fd)
+            raise SessionError(f"cannot start a session sandbox: {exc}") from exc
+        finally:
+            os.close(fd)
+        return proc, oom_fd
+
+    async def capture_diff(self, session: Session) -> str:
+        """The episode's change against the pristine commit, made by our git in a fresh sandbox
+        (see the module docstring). The episode's processes must be dead already."""
+        git = ["git", "-c", "core.checkStat=minimal", "-c", "core.trustctime=false", "-c", "safe.directory=*",
+               "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "core.quotePath=true"]
+        script = (
+            "set -e; mkdir -p /tmp/objects; cp /git/index /tmp/index 2>/dev/null || true; "
+            f"{' '.join(git)} add -A; "
+            f"{' '.join(git)} diff --cached --binary --no-color --no-ext-diff --no-textconv --no-renames HEAD"
+        )
+        env = {"GIT_DIR": "/git", "GIT_WORK_TREE": REPO, "GIT_INDEX_FILE": "/tmp/index",
+               "GIT_OBJECT_DIRECTORY": "/tmp/objects", "GIT_ALTERNATE_OBJECT_DIRECTORIES": "/git/objects",
+               "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null"}
+        argv = self._argv(session._layer.merged, session.limits, [], [], [], repo_ro=True, setenv=env,
+                          pristine_git=session.repo_dir.resolve() / ".git", command=["/bin/sh", "-c", script])
+        proc, oom_fd = await self._spawn(argv, session._cgroup)
+        if oom_fd is not None:
+            os.close(oom_fd)
+        assert proc.stdout is not None and proc.stdin is not None
+        proc.stdin.close()
+        try:
+            async with asyncio.timeout(_CAPTURE_TIMEOUT_S):
+                data = await proc.stdout.read(MAX_DIFF_BYTES + 1)
+                if len(data) > MAX_DIFF_BYTES:
+                    raise DiffUnavailable(f"the diff is larger than {MAX_DIFF_BYTES >> 20} MiB")
+                rest = await proc.stdout.read()
+                data += rest
+                code = await proc.wait()
+        except TimeoutError as exc:
+            raise SessionError(f"session {session.id}: capturing the diff took over {_CAPTURE_TIMEOUT_S:.0f} s") \
+                from exc
+        finally:
+            if proc.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, 9)
+                await proc.wait()
+        if code != 0:
+            raise DiffUnavailable(f"git could not read the episode's files (exit {code})")
+        return data.decode("utf-8", "surrogateescape")

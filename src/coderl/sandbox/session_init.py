@@ -1,0 +1,237 @@
+"""PID 1 of an agent session's sandbox: runs the episode's commands and file operations (stdlib only).
+
+Inside the sandbox this is ``/coderl/session_init.py``. The host (``coderl.sandbox.session``)
+talks to it over bubblewrap's stdin/stdout with ``wire`` frames, one request at a time:
+
+- ``exec``: ``/bin/bash -c CMD`` in a fresh process (its own session, stdin from a blob, stdout
+  and stderr through pipes kept up to ``output_bytes`` each, the rest drained and dropped), under
+  the episode's rlimits, until it exits or ``timeout_s`` passes; then everything it started is
+  killed (``reap.kill_children``), so no process outlives its command. Answer: exit code or
+  signal, ``timed_out``, truncation flags, wall seconds, and the two outputs as blobs.
+- ``read``: a regular file's bytes (up to ``max_bytes``), ``write``: create or replace a file
+  (parents made), ``listdir``: a directory's entries. These run here, as the sandbox's uid in the
+  sandbox's mount namespace, so a path or a symlink the agent made can only reach what the agent
+  itself can reach. A FIFO or device is refused, never opened for reading (it would block PID 1).
+
+PID 1 of a pid namespace ignores the signals the program may send it; every orphan is re-parented
+here and reaped with the rest. A ``forward`` process (started once, spared by the reaping) relays
+TCP connections on the namespace's own 127.0.0.1:PORT to one unix socket bound in from the host:
+the episode's only way out (the model gateway).
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import select
+import socket
+import stat
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import reap  # noqa: E402 - the modules beside this file (``/coderl`` in the sandbox)
+from wire import encode_frame, read_frame, write_all  # noqa: E402
+
+del sys.path[0]
+
+PROTO_IN, PROTO_OUT = 0, 1
+SHELL = "/bin/bash"
+DRAIN_AFTER_EXIT_S = 0.2  # output still in the pipes once the command exited (a background writer holds them)
+_FORWARDERS: set[int] = set()
+
+
+def _limits(rl: dict) -> None:
+    for name, value in rl.items():
+        which = getattr(resource, name)
+        resource.setrlimit(which, (value, value))
+
+
+def do_exec(req: dict, stdin: bytes) -> tuple[dict, list[bytes]]:
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    in_fd = os.memfd_create("stdin", 0)
+    write_all(in_fd, stdin)
+    os.lseek(in_fd, 0, os.SEEK_SET)
+    env = req["env"]
+    started = time.monotonic()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setsid()
+            os.dup2(in_fd, 0)
+            os.dup2(out_w, 1)
+            os.dup2(err_w, 2)
+            os.closerange(3, 65536)
+            os.chdir(req["cwd"])
+            with open("/proc/self/oom_score_adj", "w") as fh:  # the OOM killer takes the command, not PID 1
+                fh.write("1000")
+            _limits(req["rlimits"])
+            os.execve(SHELL, [SHELL, "-c", req["cmd"]], env)
+        except BaseException as exc:  # noqa: BLE001 - report and die, never return into PID 1's loop
+            os.write(2, f"session: cannot start the command: {exc}\n".encode())
+        finally:
+            os._exit(127)
+    for fd in (out_w, err_w, in_fd):
+        os.close(fd)
+    cap = int(req["output_bytes"])
+    kept = {out_r: bytearray(), err_r: bytearray()}
+    truncated = {out_r: False, err_r: False}
+    deadline = started + float(req["timeout_s"])
+    status: int | None = None
+    timed_out = False
+    open_fds = [out_r, err_r]
+    drain_until: float | None = None
+    while open_fds:
+        now = time.monotonic()
+        if status is None:
+            done, st = os.waitpid(pid, os.WNOHANG)
+            if done:
+                status, drain_until = st, now + DRAIN_AFTER_EXIT_S
+        if now >= deadline and status is None:
+            timed_out = True
+            break
+        if drain_until is not None and now >= drain_until:
+            break
+        limit = (drain_until if drain_until is not None else deadline) - now
+        ready, _, _ = select.select(open_fds, [], [], min(max(limit, 0), 0.05))
+        for fd in ready:
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                open_fds.remove(fd)
+                continue
+            room = cap - len(kept[fd])
+            if room > 0:
+                kept[fd] += chunk[:room]
+            if len(chunk) > room:
+                truncated[fd] = True
+    while status is None and not timed_out:  # the pipes closed first: wait for the exit itself
+        done, st = os.waitpid(pid, os.WNOHANG)
+        if done:
+            status = st
+        elif time.monotonic() >= deadline:
+            timed_out = True
+        else:
+            time.sleep(0.002)
+    reap.kill_children(spare=frozenset(_FORWARDERS))  # the command and all it started, the timed-out one too
+    for fd in (out_r, err_r):
+        os.close(fd)
+    reply = {
+        "exit_code": os.WEXITSTATUS(status) if status is not None and os.WIFEXITED(status) else None,
+        "signal": 9 if status is None else (os.WTERMSIG(status) if os.WIFSIGNALED(status) else None),
+        "timed_out": timed_out,
+        "stdout_truncated": truncated[out_r],
+        "stderr_truncated": truncated[err_r],
+        "wall_s": round(time.monotonic() - started, 4),
+    }
+    return reply, [bytes(kept[out_r]), bytes(kept[err_r])]
+
+
+def do_read(req: dict) -> tuple[dict, list[bytes]]:
+    fd = os.open(req["path"], os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return {"error_kind": "not_a_file", "message": f"{req['path']} is not a regular file"}, []
+        data = os.read(fd, int(req["max_bytes"]) + 1)
+    finally:
+        os.close(fd)
+    limit = int(req["max_bytes"])
+    return {"size": st.st_size, "truncated": len(data) > limit}, [data[:limit]]
+
+
+def do_write(req: dict, data: bytes) -> tuple[dict, list[bytes]]:
+    path = req["path"]
+    parent = os.path.dirname(path)
+    if parent:
+        os.makedirs(parent, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NONBLOCK | os.O_NOCTTY, 0o644)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return {"error_kind": "not_a_file", "message": f"{path} is not a regular file"}, []
+        write_all(fd, data)
+    finally:
+        os.close(fd)
+    return {"size": len(data)}, []
+
+
+def do_listdir(req: dict) -> tuple[dict, list[bytes]]:
+    entries = []
+    with os.scandir(req["path"]) as it:
+        for entry in it:
+            entries.append([entry.name, entry.is_dir(follow_symlinks=False)])
+    entries.sort()
+    return {"entries": entries[: int(req["max_entries"])], "truncated": len(entries) > int(req["max_entries"])}, []
+
+
+def do_forward(req: dict) -> tuple[dict, list[bytes]]:
+    """Start the relay 127.0.0.1:port -> the bound unix socket, in a process of its own."""
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", int(req["port"])))
+    listener.listen(128)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            _relay(listener, req["socket"])
+        finally:
+            os._exit(0)
+    listener.close()
+    _FORWARDERS.add(pid)
+    return {"pid": pid}, []
+
+
+def _relay(listener: socket.socket, target: str) -> None:
+    pairs: dict[socket.socket, socket.socket] = {}
+    while True:
+        ready, _, _ = select.select([listener, *pairs], [], [])
+        for sock in ready:
+            if sock is listener:
+                client, _ = listener.accept()
+                upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                try:
+                    upstream.connect(target)
+                except OSError:
+                    client.close()
+                    upstream.close()
+                    continue
+                pairs[client], pairs[upstream] = upstream, client
+                continue
+            other = pairs.get(sock)
+            if other is None:
+                continue
+            try:
+                data = sock.recv(1 << 16)
+                if data:
+                    other.sendall(data)
+                    continue
+            except OSError:
+                pass
+            for s in (sock, other):
+                pairs.pop(s, None)
+                s.close()
+
+
+def serve() -> None:
+    write_all(PROTO_OUT, encode_frame({"ready": True, "pid": os.getpid()}))
+    ops = {"exec": lambda h, b: do_exec(h, b[0] if b else b""), "read": lambda h, b: do_read(h),
+           "write": lambda h, b: do_write(h, b[0] if b else b""), "listdir": lambda h, b: do_listdir(h),
+           "forward": lambda h, b: do_forward(h)}
+    while True:
+        try:
+            header, blobs = read_frame(PROTO_IN)
+        except EOFError:
+            return
+        op = ops.get(header.get("op"))
+        if op is None:
+            write_all(PROTO_OUT, encode_frame({"error": f"unknown op {header.get('op')!r}"}))
+            continue
+        try:
+            reply, out = op(header, blobs)
+        except OSError as exc:  # a path the agent's files make impossible: the caller's answer, not a crash
+            reply, out = {"error_kind": "os_error", "message": f"{exc.strerror or exc}: {header.get('path', '')}"}, []
+        write_all(PROTO_OUT, encode_frame(reply, out))
+
+
+if __name__ == "__main__":
+    serve()
