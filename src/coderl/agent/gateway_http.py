@@ -1,0 +1,213 @@
+"""The gateway's HTTP face: OpenAI ``/v1/chat/completions`` and Anthropic ``/v1/messages`` (plain and
+streaming), ``/v1/models``; optionally the session admin routes for a trainer in another process.
+
+The session is named by whatever the harness can carry: the ``X-Coderl-Session`` header, the API
+key (``Authorization: Bearer <id>`` or ``x-api-key: <id>``), or a base URL of
+``.../s/<id>/v1``. The agent-facing app (the one bound into a sandbox) never has admin routes, so
+an agent cannot read or end any session, its own included.
+
+`serve` runs the app on sockets it binds itself (TCP on loopback, or a unix socket for a
+sandbox bind mount) inside the caller's event loop, so an in-process backend (verl's server
+manager) is called from the loop it belongs to.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import socket
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+
+from coderl.agent import dialects
+from coderl.agent.gateway import ContextExhausted, Gateway, SessionConfig, SessionError
+from coderl.errors import BadRequest, CoderlError
+
+SESSION_HEADER = "x-coderl-session"
+
+
+def session_of(request: Request) -> str | None:
+    sid = request.path_params.get("sid") or request.headers.get(SESSION_HEADER)
+    if sid:
+        return sid
+    auth = request.headers.get("authorization", "")
+    if auth.lower().startswith("bearer "):
+        return auth[7:].strip() or None
+    return request.headers.get("x-api-key") or None
+
+
+def create_app(gateway: Gateway, *, admin: bool = False) -> FastAPI:
+    app = FastAPI(title="coderl gateway", docs_url=None, redoc_url=None, openapi_url=None)
+
+    async def body_of(request: Request) -> dict[str, Any]:
+        try:
+            body = json.loads(await request.body())
+        except ValueError:
+            raise BadRequest("the request body is not JSON") from None
+        if not isinstance(body, dict):
+            raise BadRequest("the request body must be a JSON object")
+        return body
+
+    async def handle(request: Request, parse: Callable[[dict[str, Any]], tuple[list, Any]],
+                     whole: Callable, stream: Callable[..., Iterator[str]], error: Callable[[str, str, int], dict]) -> Response:
+        try:
+            body = await body_of(request)
+            try:
+                messages, tools = parse(body)
+            except (ValueError, KeyError, TypeError, AttributeError) as exc:
+                raise BadRequest(f"malformed request: {exc}") from None
+            max_tokens = body.get("max_completion_tokens", body.get("max_tokens"))
+            if max_tokens is not None and (not isinstance(max_tokens, int) or max_tokens < 1):
+                raise BadRequest("max_tokens must be a positive integer")
+            try:
+                turn = await gateway.turn(session_of(request), messages, tools, max_tokens)
+            except ValueError as exc:
+                raise BadRequest(f"malformed messages: {exc}") from None
+        except ContextExhausted as exc:
+            return JSONResponse(error(str(exc), "invalid_request_error", 400), status_code=400)
+        except SessionError as exc:
+            return JSONResponse(error(str(exc), "session_error", exc.status), status_code=exc.status)
+        except BadRequest as exc:
+            return JSONResponse(error(str(exc), "invalid_request_error", 400), status_code=400)
+        except CoderlError as exc:
+            return JSONResponse(error(str(exc), "api_error", 503), status_code=503)
+        if body.get("stream"):
+            return StreamingResponse(stream(turn, gateway.model_name), media_type="text/event-stream")
+        return JSONResponse(whole(turn, gateway.model_name))
+
+    def openai_parse(body: dict[str, Any]) -> tuple[list, Any]:
+        return body["messages"], dialects.openai_tools(body.get("tools"))
+
+    def anthropic_parse(body: dict[str, Any]) -> tuple[list, Any]:
+        return dialects.anthropic_messages(body.get("system"), body["messages"]), dialects.anthropic_tools(body.get("tools"))
+
+    def openai_err(message: str, kind: str, status: int) -> dict:
+        return dialects.openai_error(message, kind, "context_length_exceeded" if "context_length" in message else None)
+
+    def anthropic_err(message: str, kind: str, status: int) -> dict:
+        return dialects.anthropic_error(message, "invalid_request_error" if status < 500 else "api_error")
+
+    async def chat_completions(request: Request) -> Response:
+        return await handle(request, openai_parse, dialects.openai_response, dialects.openai_stream, openai_err)
+
+    async def messages(request: Request) -> Response:
+        return await handle(request, anthropic_parse, dialects.anthropic_response, dialects.anthropic_stream,
+                            anthropic_err)
+
+    async def models(request: Request) -> Response:
+        return JSONResponse({"object": "list", "data": [{"id": gateway.model_name, "object": "model",
+                                                         "owned_by": "coderl"}]})
+
+    for prefix in ("", "/s/{sid}"):
+        app.add_api_route(prefix + "/v1/chat/completions", chat_completions, methods=["POST"])
+        app.add_api_route(prefix + "/v1/messages", messages, methods=["POST"])
+        app.add_api_route(prefix + "/v1/models", models, methods=["GET"])
+
+    if admin:
+        add_admin_routes(app, gateway)
+    return app
+
+
+def add_admin_routes(app: FastAPI, gateway: Gateway) -> None:
+    """``POST /sessions`` {id, max_context?, max_response?, timeout_s?, sampling?},
+    ``GET /sessions/<id>`` (summary + token record), ``DELETE /sessions/<id>`` (close, record)."""
+
+    @app.post("/sessions")
+    async def open_session(request: Request) -> Response:
+        try:
+            body = json.loads(await request.body())
+            keys = {"max_context", "max_response", "max_prompt", "timeout_s", "sampling"}
+            config = SessionConfig(**{k: v for k, v in body.items() if k in keys})
+            session = gateway.open(str(body["id"]), config)
+        except (ValueError, KeyError, TypeError, BadRequest) as exc:
+            return JSONResponse({"error": f"bad session request: {exc}"}, status_code=400)
+        return JSONResponse(session.summary())
+
+    @app.get("/sessions/{sid}")
+    async def show_session(sid: str) -> Response:
+        session = gateway.sessions.get(sid)
+        if session is None:
+            return JSONResponse({"error": f"unknown session {sid!r}"}, status_code=404)
+        return JSONResponse({**session.summary(), "trajectory": session.trajectory.to_dict()})
+
+    @app.delete("/sessions/{sid}")
+    async def close_session(sid: str) -> Response:
+        try:
+            session = await gateway.close(sid)
+        except SessionError as exc:
+            return JSONResponse({"error": str(exc)}, status_code=exc.status)
+        return JSONResponse({**session.summary(), "trajectory": session.trajectory.to_dict()})
+
+
+def bind(address: str) -> socket.socket:
+    """``unix:/path`` or ``host:port`` (port 0: any free one) -> a listening socket."""
+    if address.startswith("unix:"):
+        path = address[5:]
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.bind(path)
+        os.chmod(path, 0o666)  # the sandbox's unprivileged uid must be able to connect
+    else:
+        host, _, port = address.rpartition(":")
+        sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host or "127.0.0.1", int(port)))
+    sock.listen(1024)
+    sock.setblocking(False)
+    return sock
+
+
+class _QuietServer:
+    """A uvicorn server that leaves the process's signal handlers alone (it runs inside a trainer)."""
+
+    def __init__(self, app: FastAPI, log_level: str) -> None:
+        import uvicorn
+
+        class Server(uvicorn.Server):
+            @contextlib.contextmanager
+            def capture_signals(self) -> Iterator[None]:
+                yield
+
+        self.server = Server(uvicorn.Config(app, log_level=log_level, access_log=False, lifespan="off"))
+
+
+class Served:
+    """Running listeners of one gateway; ``address`` of each, ``stop()`` to end them."""
+
+    def __init__(self) -> None:
+        self.addresses: list[str] = []
+        self._servers: list[Any] = []
+        self._tasks: list[asyncio.Task] = []
+
+    async def stop(self) -> None:
+        for server in self._servers:
+            server.should_exit = True
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+async def serve(gateway: Gateway, addresses: list[str], *, admin_addresses: tuple[str, ...] = (),
+                log_level: str = "warning") -> Served:
+    """Start listeners in the running loop. ``addresses`` get the agent-facing app; those also in
+    ``admin_addresses`` get the admin routes too."""
+    served = Served()
+    for address in addresses:
+        sock = bind(address)
+        app = create_app(gateway, admin=address in admin_addresses)
+        quiet = _QuietServer(app, log_level)
+        served._servers.append(quiet.server)
+        served._tasks.append(asyncio.create_task(quiet.server.serve(sockets=[sock])))
+        name = sock.getsockname()
+        served.addresses.append(address if address.startswith("unix:") else f"{name[0]}:{name[1]}")
+    for server, task in zip(served._servers, served._tasks, strict=True):  # wait until each accepts connections
+        while not server.started:
+            if task.done():
+                await served.stop()
+                raise OSError(f"the gateway could not start: {task.exception()!r}")
+            await asyncio.sleep(0.005)
+    return served
