@@ -117,6 +117,17 @@ def build_filter(machine: str | None = None) -> bytes:
         if name in numbers:
             prog += [_ins(_JEQ_K, numbers[name], 0, 1), _ins(_RET_K, eperm)]
     prog += [_ins(_JEQ_K, numbers["clone3"], 0, 1), _ins(_RET_K, enosys)]
+    # sched_setscheduler(any thread, SCHED_OTHER, {0}): the default policy at priority 0, which every
+    # process here has already (nice values are kept), so it can slow no one; mono sets it on every
+    # thread it starts and prints a warning into the program's stdout when denied. Other policies,
+    # or SCHED_RESET_ON_FORK, fall through to the pid-0-only rule.
+    prog += [
+        _ins(_JEQ_K, numbers["sched_setscheduler"], 0, 3),
+        _ins(_LD_W_ABS, 24),  # args[1], low word: the policy
+        _ins(_JEQ_K, 0, 0, 1),
+        _ins(_RET_K, _ALLOW),
+        _ins(_LD_W_ABS, 0),  # seccomp_data.nr again for the checks below
+    ]
     for name, required in _SELF_ONLY.items():
         prog += _only_with(numbers[name], required, eperm)
     # personality(): only the query (0xffffffff) and PER_LINUX (0) are allowed.

@@ -4,15 +4,29 @@ from __future__ import annotations
 
 from coderl.errors import UnknownLanguage
 from coderl.sandbox.languages.base import Language, LanguageInfo
+from coderl.sandbox.languages.bash import Bash
 from coderl.sandbox.languages.c import C
 from coderl.sandbox.languages.cpp import Cpp
+from coderl.sandbox.languages.csharp import CSharp
+from coderl.sandbox.languages.d import D
 from coderl.sandbox.languages.go import Go
 from coderl.sandbox.languages.java import Java
 from coderl.sandbox.languages.javascript import JavaScript
+from coderl.sandbox.languages.kotlin import Kotlin
+from coderl.sandbox.languages.lua import Lua
+from coderl.sandbox.languages.perl import Perl
+from coderl.sandbox.languages.php import Php
 from coderl.sandbox.languages.python import Python
+from coderl.sandbox.languages.r import R
+from coderl.sandbox.languages.racket import Racket
+from coderl.sandbox.languages.ruby import Ruby
 from coderl.sandbox.languages.rust import Rust
+from coderl.sandbox.languages.scala import Scala
+from coderl.sandbox.languages.typescript import TypeScript
+from coderl.sandbox.languages.verilog import Verilog
 
-ALL: tuple[type[Language], ...] = (Python, C, Cpp, Java, JavaScript, Go, Rust)
+ALL: tuple[type[Language], ...] = (Python, C, Cpp, Java, JavaScript, Go, Rust, Bash, Php, Ruby, Perl, Lua, R,
+                                  TypeScript, CSharp, Scala, Kotlin, D, Racket, Verilog)
 _BY_NAME = {alias: lang for lang in ALL for alias in (lang.name, *lang.aliases)}
 
 
