@@ -146,6 +146,41 @@ def test_scoring_responses_made_elsewhere_in_process(tmp_path):
     assert json.loads((out / "summary.json").read_text())["overall"]["pass@1"] == 50.0
 
 
+def test_responses_file_sets_n_and_is_refused_when_it_cannot_fill_it(tmp_path):
+    """Two responses per problem score as n=2 (not as 2 of 4 with two blanks); --n above what the
+    file holds, a problem without responses, or no matching question_id at all are refused; the
+    summary carries no sampling settings of ours."""
+    problems = problems_dir(tmp_path)
+    responses = tmp_path / "r.jsonl"
+    responses.write_text(json.dumps({"question_id": "p1", "responses": [
+        "```python\nprint(sum(map(int, input().split())))\n```"] * 2}) + "\n"
+        + json.dumps({"question_id": "elsewhere", "response": "x"}) + "\n")
+    base = ("eval", "lcb", "--problems", problems, "--backend", "responses", "--responses", str(responses))
+    done = coderl(*base, "--out", str(tmp_path / "a"), "--limit", "1")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "1 question_ids" in done.stderr and "elsewhere" in done.stderr  # the unmatched one, warned about
+    summary = json.loads((tmp_path / "a" / "summary.json").read_text())
+    assert summary["overall"]["pass@1"] == 100.0 and summary["sampling"] == {"n": 2}
+    assert "temperature" not in (tmp_path / "a" / "summary.md").read_text()
+    for extra, message in ((("--limit", "1", "--n", "4"), "fewer than --n 4"),
+                           ((), "4 of 5 problems have no responses"),
+                           (("--start-date", "2025-01-01"), "no problems")):
+        refused = coderl(*base, "--out", str(tmp_path / "b"), *extra)
+        assert refused.returncode == 2 and message in refused.stderr, refused.stderr
+    responses.write_text(json.dumps({"question_id": "nowhere", "response": "x"}) + "\n")
+    refused = coderl(*base, "--out", str(tmp_path / "c"))
+    assert refused.returncode == 2 and "none of its 1 question_ids" in refused.stderr, refused.stderr
+
+
+def test_unreachable_sandbox_url_is_named(tmp_path):
+    responses = tmp_path / "r.jsonl"
+    responses.write_text(json.dumps({"question_id": "p1", "response": "print(3)"}) + "\n")
+    url = f"http://127.0.0.1:{free_port()}"
+    done = coderl("eval", "lcb", "--problems", problems_dir(tmp_path), "--out", str(tmp_path / "o"), "--limit", "1",
+                  "--backend", "responses", "--responses", str(responses), "--sandbox-url", url)
+    assert done.returncode == 3 and url in done.stderr and "not reachable" in done.stderr, done.stderr
+
+
 @pytest.mark.parametrize("extra, message", [
     (("--backend", "responses", "--responses", "/nonexistent.jsonl"), "responses file not found"),
     (("--model", "m"), "--base-url and --model are required"),

@@ -26,7 +26,7 @@ Item = tuple[dict[str, Any], int]  # (problem row, sample index)
 
 @dataclass
 class Sampling:
-    n: int = 4
+    n: int | None = 4  # None: as many as the --responses file holds per problem
     temperature: float = 0.6
     top_p: float = 0.95
     top_k: int | None = None
@@ -137,14 +137,20 @@ class VLLMBackend:
         pass
 
 
+def _some(ids: list[str], shown: int = 3) -> str:
+    return ", ".join(ids[:shown]) + (f" and {len(ids) - shown} more" if len(ids) > shown else "")
+
+
 class ResponsesBackend:
     """`--responses FILE`: JSONL rows ``{"question_id", "response"}`` (one sample each, in order) or
-    ``{"question_id", "responses": [...]}``. A missing sample is an empty response (no code)."""
+    ``{"question_id", "responses": [...]}``. `samples_per_problem` refuses a file that does not hold
+    n samples for every problem: a missing sample scored as "no code" would lower pass@k silently."""
 
     per_sample = False
 
     def __init__(self, path: str | Path) -> None:
         self.responses: dict[str, list[str]] = {}
+        self.path = path
         p = Path(path)
         if not p.is_file():
             raise FileNotFoundError(f"responses file not found: {path}")
@@ -163,12 +169,34 @@ class ResponsesBackend:
         if not self.responses:
             raise BadRequest(f"{path}: no responses in it")
 
+    def samples_per_problem(self, problems: list[dict[str, Any]], n: int | None) -> tuple[int, list[str]]:
+        """The n to score (``n`` itself, or the file's count per problem when None) and the
+        question_ids of the file that are not among the problems (ignored; the caller warns).
+        BadRequest when no question_id matches, a problem has no responses, or fewer than n."""
+        wanted = [str(p["question_id"]) for p in problems]
+        unmatched = sorted(set(self.responses) - set(wanted))
+        if len(unmatched) == len(self.responses):
+            raise BadRequest(f"{self.path}: none of its {len(unmatched)} question_ids is among the {len(wanted)} "
+                             f"problems (e.g. {_some(unmatched)} vs {_some(wanted)}): another --problems, "
+                             f"date window or --limit?")
+        counts = {qid: len(self.responses.get(qid, [])) for qid in wanted}
+        absent = [qid for qid, c in counts.items() if c == 0]
+        if absent:
+            raise BadRequest(f"{self.path}: {len(absent)} of {len(wanted)} problems have no responses "
+                             f"({_some(absent)}); they would score as wrong answers")
+        if n is None:
+            if len(set(counts.values())) > 1:
+                raise BadRequest(f"{self.path}: problems have from {min(counts.values())} to {max(counts.values())} "
+                                 f"responses; pass --n K to score the first K of each")
+            return next(iter(counts.values())), unmatched
+        short = [qid for qid, c in counts.items() if c < n]
+        if short:
+            raise BadRequest(f"{self.path}: {len(short)} problems have fewer than --n {n} responses "
+                             f"({_some(short)}: {counts[short[0]]}); pass --n {min(counts.values())} or leave --n out")
+        return n, unmatched
+
     async def generate(self, items: list[Item]) -> list[Generation]:
-        out = []
-        for problem, i in items:
-            texts = self.responses.get(str(problem["question_id"]), [])
-            out.append(Generation(texts[i] if i < len(texts) else ""))
-        return out
+        return [Generation(self.responses[str(problem["question_id"])][i]) for problem, i in items]
 
     async def aclose(self) -> None:
         pass

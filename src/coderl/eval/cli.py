@@ -24,7 +24,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--model", help="served model name (openai) or Hugging Face model dir (vllm)")
     p.add_argument("--responses", help="JSONL {question_id, response | responses: [...]} (--backend responses)")
     p.add_argument("--sandbox-url", help="coderl service URL(s), comma-separated; default: an in-process engine")
-    p.add_argument("--n", type=positive_int, default=4, help="samples per problem (default 4)")
+    p.add_argument("--n", type=positive_int, help="samples per problem (default 4; with --backend responses, "
+                                                   "as many as the file holds for each problem)")
     p.add_argument("--temperature", type=float, default=0.6)
     p.add_argument("--top-p", type=float, default=0.95)
     p.add_argument("--top-k", type=int)
@@ -63,7 +64,8 @@ def _lcb(args: argparse.Namespace) -> int:
     from coderl.eval.backends import Sampling
     from coderl.eval.lcb import EvalConfig, evaluate, exit_code, markdown
 
-    sampling = Sampling(n=args.n, temperature=args.temperature, top_p=args.top_p, top_k=args.top_k,
+    n = args.n if args.n is not None or args.backend == "responses" else 4
+    sampling = Sampling(n=n, temperature=args.temperature, top_p=args.top_p, top_k=args.top_k,
                         max_tokens=args.max_tokens,
                         enable_thinking=None if args.thinking is None else args.thinking == "on")
     cfg = EvalConfig(problems=args.problems, out_dir=args.out, sampling=sampling, backend=args.backend,

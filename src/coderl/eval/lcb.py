@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -116,18 +117,28 @@ def load_problems(path: str, limit: int | None = None, start_date: str | None = 
 
 async def evaluate(cfg: EvalConfig) -> dict[str, Any]:
     """Run (or resume) an evaluation; returns the summary, also written next to the samples."""
-    if cfg.sampling.n < 1:
+    if cfg.sampling.n is not None and cfg.sampling.n < 1:
         raise BadRequest("n must be at least 1")
     problems, meta = load_problems(cfg.problems, cfg.limit, cfg.start_date, cfg.end_date)
+    n, sampling = cfg.sampling.n, cfg.sampling.to_dict()
+    file_backend = _backend(cfg) if cfg.backend == "responses" else None
+    if file_backend is not None:  # responses made elsewhere: no sampling settings of ours to report
+        n, unmatched = file_backend.samples_per_problem(problems, n)
+        sampling = {"n": n}
+        if unmatched:
+            tqdm.write(f"coderl: warning: {len(unmatched)} question_ids of {cfg.responses} are not among the "
+                       f"problems and are ignored (e.g. {', '.join(unmatched[:3])})", file=sys.stderr)
+    elif n is None:
+        raise BadRequest(f"n is required with backend {cfg.backend}")
     out = Path(cfg.out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    _check_same_run(out / "run.json", cfg)
+    _check_same_run(out / "run.json", cfg, sampling)
     samples_path = out / "samples.jsonl"
     latest = _latest_records(samples_path)
-    keys = [(p, i) for p in problems for i in range(cfg.sampling.n)]
+    keys = [(p, i) for p in problems for i in range(n)]
     rescore = [k for k in keys if latest.get(_key(k), {}).get("verdict") == "sandbox_error"]
     todo = [k for k in keys if _key(k) not in latest]
-    backend = _backend(cfg) if todo else None  # bad arguments fail here, before any work
+    backend = (file_backend or _backend(cfg)) if todo else None  # bad arguments fail here, before any work
     try:
         async with Scorer(cfg.sandbox_url, cpu_s=cfg.cpu_s, memory_mb=cfg.memory_mb, extraction=cfg.extraction) as scorer:
             generator = backend
@@ -160,18 +171,18 @@ async def evaluate(cfg: EvalConfig) -> dict[str, Any]:
             await backend.aclose()
     records = [latest[_key(k)] for k in keys if _key(k) in latest]
     settings = {"release": meta.get("release"), "start_date": meta.get("start_date"), "end_date": meta.get("end_date"),
-                "sampling": cfg.sampling.to_dict(), "backend": cfg.backend, "model": cfg.model, "tools": cfg.tools,
+                "sampling": sampling, "backend": cfg.backend, "model": cfg.model, "tools": cfg.tools,
                 "max_turns": cfg.max_turns if cfg.tools else None, "extraction": cfg.extraction,
                 "limits": {"cpu_s_per_test": cfg.cpu_s, "memory_mb": cfg.memory_mb}}
-    summary = summarise(problems, records, cfg.sampling.n, settings)
+    summary = summarise(problems, records, n, settings)
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     (out / "summary.md").write_text(markdown(summary))
     return summary
 
 
-def _check_same_run(path: Path, cfg: EvalConfig) -> None:
+def _check_same_run(path: Path, cfg: EvalConfig, sampling: dict[str, Any]) -> None:
     """Resuming mixes samples from both runs, so the generation settings must match (n may grow)."""
-    settings = {**{k: v for k, v in cfg.sampling.to_dict().items() if k != "n"}, "model": cfg.model,
+    settings = {**{k: v for k, v in sampling.items() if k != "n"}, "model": cfg.model,
                 "tools": cfg.tools, "max_turns": cfg.max_turns if cfg.tools else None, "extraction": cfg.extraction}
     if path.is_file():
         before = json.loads(path.read_text())

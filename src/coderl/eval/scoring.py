@@ -16,7 +16,7 @@ import asyncio
 import time
 from typing import Any
 
-from coderl.errors import BadRequest, CoderlError, NoCodeFound
+from coderl.errors import BadRequest, CoderlError, NoCodeFound, ServiceUnavailable
 from coderl.eval.backends import Generation, Item
 from coderl.judge.extract import extract_lcb
 from coderl.reward.answer import final_answer
@@ -48,6 +48,11 @@ class Scorer:
             from coderl.client import SandboxClient
 
             self.client = SandboxClient([u for u in self.sandbox_url.split(",") if u])
+            if not await self.client.health():  # a wrong URL said at once, not as N sandbox errors in samples.jsonl
+                await self.client.aclose()
+                raise ServiceUnavailable(f"the sandbox at --sandbox-url {self.sandbox_url} is not reachable or not "
+                                         f"ready (start it with scripts/start_sandbox.sh, or leave --sandbox-url "
+                                         f"out for an in-process engine)")
         else:
             from coderl.judge import Judge
             from coderl.sandbox import Engine

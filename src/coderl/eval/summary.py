@@ -66,8 +66,10 @@ def markdown(summary: dict[str, Any]) -> str:
               else "unfiltered rows: release and date window unknown")
     s = summary["sampling"]
     setup = (f"{summary['problems']} problems, {summary['samples_scored']}/{summary['samples_expected']} samples scored; "
-             f"n={s['n']}, temperature {s['temperature']}, top_p {s['top_p']}"
-             + (f", top_k {s['top_k']}" if s.get("top_k") else "") + f", max_tokens {s['max_tokens']}"
+             f"n={s['n']}"
+             + (f", temperature {s['temperature']}, top_p {s['top_p']}" if "temperature" in s else "")
+             + (f", top_k {s['top_k']}" if s.get("top_k") else "")
+             + (f", max_tokens {s['max_tokens']}" if "max_tokens" in s else "")
              + (f", thinking {'on' if s['enable_thinking'] else 'off'}" if "enable_thinking" in s else "")
              + f"; backend {summary['backend']}" + (f" ({summary['model']})" if summary.get("model") else "")
              + (f"; with code_interpreter, at most {summary['max_turns']} turns" if summary.get("tools") else ""))
