@@ -1,0 +1,121 @@
+"""Running an unmodified agent harness for one episode, pointed at the gateway.
+
+A harness is a shell command template. Placeholders: ``{base_url}`` (OpenAI-style, ending in
+``/v1``), ``{anthropic_base_url}`` (without ``/v1``), ``{api_key}`` (the session id: the gateway
+reads the session from the API key), ``{model}``, ``{task_file}`` (the task text, a file in the
+work dir) and ``{workdir}``. The same values are in the environment as ``OPENAI_BASE_URL``,
+``OPENAI_API_KEY``, ``ANTHROPIC_BASE_URL``, ``ANTHROPIC_API_KEY``, ``CODERL_TASK_FILE``,
+``CODERL_MODEL``, so most harnesses need no flags at all.
+
+Placements:
+- ``sandbox`` (default): a session sandbox of `coderl.sandbox.session` over the episode's work
+  dir (a git work tree), with the gateway's unix socket bound in and relayed to
+  ``127.0.0.1:<port>`` inside: the harness's only way out. The harness's own install (a venv)
+  is bound read-only (``harness_binds``).
+- ``host``: a plain subprocess in the work dir, for debugging a harness. No isolation: the
+  episode's record says so (``isolation: none``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shlex
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from coderl.errors import BadRequest
+
+TASK_FILE = ".coderl_task.md"
+SANDBOX_PORT = 18001  # where the gateway relay listens inside a session sandbox
+
+
+@dataclass
+class HarnessResult:
+    exit_code: int | None
+    timed_out: bool
+    wall_s: float
+    output_tail: str
+    isolation: str  # "sandbox" or "none"
+    diff: str | None = None  # the episode's change, when run in a sandbox over a repository
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def render_command(template: str, values: dict[str, str]) -> str:
+    try:
+        return template.format(**{k: shlex.quote(v) for k, v in values.items()})
+    except (KeyError, IndexError) as exc:
+        raise BadRequest(f"harness command: unknown placeholder {exc} (known: {', '.join(sorted(values))})") from None
+
+
+def _values(base_url: str, session_id: str, model: str, task_path: str, workdir: str) -> dict[str, str]:
+    return {"base_url": base_url + "/v1", "anthropic_base_url": base_url, "api_key": session_id, "model": model,
+            "task_file": task_path, "workdir": workdir}
+
+
+def _environment(values: dict[str, str]) -> dict[str, str]:
+    return {"OPENAI_BASE_URL": values["base_url"], "OPENAI_API_BASE": values["base_url"],
+            "OPENAI_API_KEY": values["api_key"], "ANTHROPIC_BASE_URL": values["anthropic_base_url"],
+            "ANTHROPIC_API_KEY": values["api_key"], "CODERL_TASK_FILE": values["task_file"],
+            "CODERL_MODEL": values["model"]}
+
+
+def _tail(text: str, limit: int = 4000) -> str:
+    return text if len(text) <= limit else "..." + text[-limit:]
+
+
+async def run_on_host(template: str, *, workdir: Path, task: str, gateway_url: str, session_id: str,
+                      model: str, timeout_s: float, env: dict[str, str] | None = None) -> HarnessResult:
+    """The harness as a host subprocess (no isolation); its process group is killed at the end."""
+    (workdir / TASK_FILE).write_text(task)
+    values = _values(gateway_url, session_id, model, str(workdir / TASK_FILE), str(workdir))
+    command = render_command(template, values)
+    started = time.monotonic()
+    proc = await asyncio.create_subprocess_exec(
+        "bash", "-c", command, cwd=workdir, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, start_new_session=True, env={**os.environ, **_environment(values), **(env or {})})
+    timed_out = False
+    try:
+        out, _ = await asyncio.wait_for(proc.communicate(), timeout=timeout_s)
+    except TimeoutError:
+        timed_out = True
+        out = b""
+    finally:
+        if proc.returncode is None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            await proc.wait()
+    return HarnessResult(None if timed_out else proc.returncode, timed_out, round(time.monotonic() - started, 3),
+                         _tail(out.decode("utf-8", "replace")), "none")
+
+
+async def run_in_sandbox(template: str, *, host: Any, repo_dir: Path, task: str, gateway_socket: str, session_id: str,
+                         model: str, timeout_s: float, harness_binds: tuple[str, ...] = (),
+                         env_dir: Path | None = None, limits: Any = None, env: dict[str, str] | None = None,
+                         capture_diff: bool = False) -> HarnessResult:
+    """The harness inside a session sandbox (`coderl.sandbox.session.SessionHost`) over
+    ``repo_dir``; its one way out is the gateway socket, relayed to 127.0.0.1:SANDBOX_PORT."""
+    from coderl.sandbox.session import REPO, SessionLimits
+
+    limits = limits or SessionLimits(episode_s=timeout_s + 30, exec_s=timeout_s)
+    values = _values(f"http://127.0.0.1:{SANDBOX_PORT}", session_id, model, f"/tmp/{TASK_FILE}", REPO)
+    session = await host.open(repo_dir, limits=limits, env_dir=env_dir, ro_binds=harness_binds,
+                              gateway_socket=gateway_socket, gateway_port=SANDBOX_PORT,
+                              env={**_environment(values), **(env or {})})
+    started = time.monotonic()
+    try:
+        await session.write_file(f"/tmp/{TASK_FILE}", task.encode())
+        result = await session.exec(render_command(template, values), timeout_s=timeout_s)
+        diff = await session.finish() if capture_diff else None
+    finally:
+        await session.close()
+    return HarnessResult(result.exit_code, result.timed_out, round(time.monotonic() - started, 3),
+                         _tail(result.stdout + result.stderr), "sandbox", diff)

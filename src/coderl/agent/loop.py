@@ -1,0 +1,221 @@
+"""verl 0.9.1 agent loop that trains an unmodified agent harness through the interception gateway.
+
+Registered two supported ways (no patch): the ``@register("coderl_gateway_agent")`` decorator
+(once this module is imported) and, for Ray workers that never import it, the agent-loop YAML
+``tool_config/agent_loop.yaml`` named by ``actor_rollout_ref.rollout.agent.agent_loop_config_path``
+(its entry's extra keys are this class's options). A row picks it with ``agent_name``.
+
+Per sample: open a gateway session whose sampling parameters are verl's (the harness's own are
+ignored) and whose budget is verl's prompt/response lengths; run the harness (`harness`), in a
+session sandbox by default; close the session; score; return the session's final branch as the
+`AgentLoopOutput` (prompt ids, response ids, response mask, logprobs straight from the record).
+
+Multi-branch trajectories are REDUCED to the final branch, slime's demotion included: verl's
+`AgentLoopWorker` takes exactly one `AgentLoopOutput` per sample (the batch is prompts x
+rollout.n), so siblings cannot be returned. The final branch holds every token that conditioned
+the outcome the reward scores; its retained prefix keeps its masks (a turn cut by the fork is
+demoted to 0). What that drops (earlier branches' turns past their fork) is counted in
+``extra_fields["dropped_sampled_tokens"]`` with ``num_branches`` and ``drifts``.
+
+Scoring (``score`` option): ``code`` - the code reward (`coderl.reward.code_reward`) of the
+harness's answer: ``solution.py`` in its work dir if it wrote one, else its last assistant message;
+``none`` - leave the reward to verl's reward loop. A failure of OUR side (the sandbox did not
+start, the gateway or backend failed) masks the whole response (nothing trains on it) and is
+reported as ``sandbox_error`` = 1, never as a wrong answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import shutil
+import subprocess
+import tempfile
+import time
+import uuid
+import weakref
+from pathlib import Path
+from typing import Any
+
+from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput, register
+
+from coderl.agent.backends import VerlBackend
+from coderl.agent.chat import ChatFormat
+from coderl.agent.gateway import Gateway, SessionConfig
+from coderl.agent.gateway_http import Served, serve
+from coderl.agent.harness import HarnessResult, run_in_sandbox, run_on_host
+from coderl.errors import CoderlError
+
+logger = logging.getLogger(__name__)
+
+# One gateway per (event loop, server manager): every loop instance of a worker shares it.
+_gateways: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[int, tuple[Gateway, Served, str]]] = \
+    weakref.WeakKeyDictionary()
+_session_hosts: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
+
+
+@register("coderl_gateway_agent")
+class GatewayAgentLoop(AgentLoopBase):
+    def __init__(self, *args: Any, command: str = "", placement: str = "sandbox", timeout_s: float = 600.0,
+                 score: str = "code", score_kwargs: dict | None = None, harness_binds: list[str] | None = None,
+                 env: dict[str, str] | None = None, model_name: str = "coderl-policy", **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if not command:
+            raise ValueError("coderl_gateway_agent needs a harness `command` (agent loop YAML)")
+        if placement not in ("sandbox", "host"):
+            raise ValueError(f"placement must be sandbox or host, got {placement!r}")
+        if score not in ("code", "none"):
+            raise ValueError(f"score must be code or none, got {score!r}")
+        self.command, self.placement, self.timeout_s = command, placement, float(timeout_s)
+        self.score, self.score_kwargs = score, dict(score_kwargs or {})
+        self.harness_binds = tuple(harness_binds or ())
+        self.env = dict(env or {})
+        self.model_name = model_name
+        self.prompt_length = int(self.rollout_config.prompt_length)
+        self.response_length = int(self.rollout_config.response_length)
+
+    async def _gateway(self) -> tuple[Gateway, Served, str]:
+        loop = asyncio.get_running_loop()
+        per_loop = _gateways.setdefault(loop, {})
+        key = id(self.server_manager)
+        if key not in per_loop:
+            fmt = ChatFormat(self.tokenizer, self.apply_chat_template_kwargs)
+            gateway = Gateway(fmt, VerlBackend(self.server_manager, fmt.stop_ids), model_name=self.model_name)
+            sock_dir = Path(tempfile.mkdtemp(prefix="coderl-gateway-"))
+            sock_dir.chmod(0o755)
+            socket_path = str(sock_dir / "gateway.sock")
+            served = await serve(gateway, [f"unix:{socket_path}", "127.0.0.1:0"])
+            per_loop[key] = (gateway, served, socket_path)
+        return per_loop[key]
+
+    async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
+        gateway, served, socket_path = await self._gateway()
+        messages = list(kwargs["raw_prompt"])
+        task = next((m["content"] for m in reversed(messages) if m.get("role") == "user"), "")
+        sid = "ep-" + uuid.uuid4().hex
+        config = SessionConfig(max_context=self.prompt_length + self.response_length, max_response=self.response_length,
+                               max_prompt=self.prompt_length, timeout_s=self.timeout_s + 60,
+                               sampling=dict(sampling_params))
+        gateway.open(sid, config)
+        extra = {"agent_exit_code": -1, "agent_timed_out": 0, "sandbox_error": 0, "agent_isolation": self.placement}
+        workdir = Path(tempfile.mkdtemp(prefix="coderl-episode-"))
+        started = time.monotonic()
+        result: HarnessResult | None = None
+        try:
+            result = await self._run_harness(workdir, task, sid, served, socket_path, kwargs)
+            extra.update(agent_exit_code=-1 if result.exit_code is None else result.exit_code,
+                         agent_timed_out=int(result.timed_out), agent_isolation=result.isolation)
+        except CoderlError as exc:  # the sandbox failed to start or died: our fault
+            extra.update(sandbox_error=1, agent_error=f"{type(exc).__name__}: {exc}"[:500])
+            logger.warning("coderl agent episode %s: %s", sid, exc)
+        finally:
+            session = await gateway.close(sid)
+        agent_s = time.monotonic() - started
+        branch = session.trajectory.final()
+        summary = session.summary()
+        extra.update(num_branches=summary["branches"], drifts=summary["drifts"], agent_turns=summary["turns"],
+                     dropped_sampled_tokens=summary["dropped_sampled_tokens"], demoted_tokens=summary["demoted_tokens"],
+                     context_truncated=int(summary["truncated"]), ill_formed_tool_calls=summary["ill_formed_tool_calls"])
+        if branch.turns:
+            prompt_ids = branch.ids[: branch.prompt_len]
+            response_ids = branch.ids[branch.prompt_len:][: self.response_length]
+            mask = branch.mask[branch.prompt_len:][: self.response_length]
+            logprobs = branch.logprobs[branch.prompt_len:][: self.response_length]
+        else:  # the harness never called the model: one masked token, nothing trains
+            prompt_ids = ChatFormat(self.tokenizer, self.apply_chat_template_kwargs).encode(
+                self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True,
+                                                   **self.apply_chat_template_kwargs))[-self.prompt_length:]
+            response_ids, mask, logprobs = [self.tokenizer.eos_token_id], [0], [0.0]
+        score_started = time.monotonic()
+        reward = None
+        if extra["sandbox_error"]:
+            mask = [0] * len(mask)
+            reward = 0.0
+        elif self.score != "none":
+            reward, info = await self._score(session, workdir, result, kwargs)
+            extra.update(info)
+        shutil.rmtree(workdir, ignore_errors=True)
+        metrics = AgentLoopMetrics(generate_sequences=session.generation_s,
+                                   tool_calls=max(0.0, agent_s - session.generation_s),
+                                   compute_score=time.monotonic() - score_started)
+        return AgentLoopOutput(prompt_ids=prompt_ids, response_ids=response_ids, response_mask=mask,
+                               response_logprobs=logprobs, reward_score=reward, num_turns=2 * summary["turns"] + 1,
+                               metrics=metrics, extra_fields=extra)
+
+    async def _run_harness(self, workdir: Path, task: str, sid: str, served: Served, socket_path: str,
+                           kwargs: dict[str, Any]) -> HarnessResult:
+        if self.placement == "host":
+            return await run_on_host(self.command, workdir=workdir, task=task, gateway_url="http://" + served.addresses[1],
+                                     session_id=sid, model=self.model_name, timeout_s=self.timeout_s, env=self.env)
+        repo_dir = _repo_of(kwargs) or _empty_repo(workdir / "repo")
+        return await run_in_sandbox(self.command, host=_session_host(), repo_dir=repo_dir, task=task,
+                                    gateway_socket=socket_path, session_id=sid, model=self.model_name,
+                                    timeout_s=self.timeout_s, harness_binds=self.harness_binds, env=self.env,
+                                    capture_diff=True)
+
+    async def _score(self, session: Any, workdir: Path, result: HarnessResult | None,
+                     kwargs: dict[str, Any]) -> tuple[float, dict[str, Any]]:
+        extra_info = dict(kwargs.get("extra_info") or {})
+        from coderl.reward.code_reward import compute_score
+
+        answer = _answer(session, workdir, result)
+        ground_truth = (kwargs.get("reward_model") or {}).get("ground_truth")
+        out = await compute_score(str(kwargs.get("data_source", "")), answer, ground_truth, extra_info,
+                                  **self.score_kwargs)
+        return float(out["score"]), {"verdict": out.get("verdict", ""), "acc": out.get("acc", 0.0)}
+
+
+def _answer(session: Any, workdir: Path, result: HarnessResult | None) -> str:
+    """The harness's answer: the solution.py it wrote (host placement), or a solution.py in its
+    diff (sandbox), else its last assistant message (whose code block the reward extracts)."""
+    solution = workdir / "solution.py"
+    if solution.is_file():
+        return f"```python\n{solution.read_text(errors='replace')}\n```"
+    if result is not None and result.diff:
+        code = _added_file(result.diff, "solution.py")
+        if code is not None:
+            return f"```python\n{code}\n```"
+    for entry in reversed(session.log):
+        message = entry["message"]
+        if message["role"] == "assistant" and message["content"].strip():
+            return message["content"]
+    return ""
+
+
+def _added_file(diff: str, name: str) -> str | None:
+    """The text of a file the diff creates (``--- /dev/null`` ... ``+++ b/name``)."""
+    lines, out, inside = diff.splitlines(), [], False
+    for i, line in enumerate(lines):
+        if line.startswith("diff --git"):
+            if inside:
+                break
+            inside = line.endswith(f" b/{name}") and any(x.startswith("new file") for x in lines[i + 1:i + 3])
+        elif inside and line.startswith("+") and not line.startswith("+++"):
+            out.append(line[1:])
+    return "\n".join(out) if inside or out else None
+
+
+def _repo_of(kwargs: dict[str, Any]) -> Path | None:
+    path = (kwargs.get("extra_info") or {}).get("repo_dir")
+    return Path(path) if path else None
+
+
+def _empty_repo(path: Path) -> Path:
+    """A fresh git work tree for a task without a repository (a LiveCodeBench problem)."""
+    path.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["git", "init", "-q", str(path)], check=True)
+    (path / ".gitkeep").write_text("")
+    subprocess.run(["git", "-C", str(path), "-c", "user.name=coderl", "-c", "user.email=coderl@localhost",
+                    "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(path), "-c", "user.name=coderl", "-c", "user.email=coderl@localhost",
+                    "commit", "-q", "-m", "task"], check=True)
+    return path
+
+
+def _session_host() -> Any:
+    from coderl.sandbox.session import SessionHost
+
+    loop = asyncio.get_running_loop()
+    if loop not in _session_hosts:
+        _session_hosts[loop] = SessionHost()
+    return _session_hosts[loop]
