@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Container entrypoint: start the sandbox service supervised (restarted if it dies), wait until it
-# is ready, run the given command (default: a shell), forward SIGTERM/SIGINT to it, and exit with
-# its exit code (stopping the service on the way out).
+# Container entrypoint: start the sandbox service supervised (restarted if it dies, unless it exits
+# 3, coderl's "this host cannot run the sandbox": then so does this, at once), wait until it is
+# ready, run the given command (default: a shell), forward SIGTERM/SIGINT to it, and exit with its
+# exit code (stopping the service on the way out).
 #
 # Environment: CODERL_SERVICE_CMD (default: "coderl serve"), CODERL_HOST (127.0.0.1), CODERL_PORT
 # (8080), CODERL_READY_TIMEOUT (180 s), CODERL_RESTART_DELAY (1 s), CODERL_SERVICE_PIDFILE
@@ -31,6 +32,10 @@ supervise() {
     rc=$?
     wait "$svc" 2>/dev/null  # a trapped signal interrupts the first wait
     [ "$stopping" = 1 ] && break
+    if [ "$rc" = 3 ]; then  # coderl's exit code for a host that cannot run the sandbox: no retry helps
+      log "the sandbox service cannot start here (its reason is the line above); not restarting it"
+      rm -f "$PIDFILE"; exit 3
+    fi
     log "service exited with $rc; restarting in ${RESTART_DELAY}s"
     sleep "$RESTART_DELAY"
   done
@@ -58,6 +63,9 @@ trap 'log "interrupted while starting"; stop_service; exit 130' INT
 
 deadline=$((SECONDS + READY_TIMEOUT))
 until ready; do
+  if ! kill -0 "$SUPERVISOR" 2>/dev/null; then  # it gave up: fail fast with the service's reason
+    wait "$SUPERVISOR"; exit $?
+  fi
   if [ "$SECONDS" -ge "$deadline" ]; then
     log "service not ready after ${READY_TIMEOUT}s"; stop_service; exit 1
   fi

@@ -153,3 +153,18 @@ def test_sandbox_image_pins_every_python_dependency():
                           timeout=60)
     needed = {line.split("==")[0] for line in done.stdout.splitlines() if line and not line.startswith("#")}
     assert needed and needed <= pinned, sorted(needed - pinned)
+
+
+def test_a_service_that_cannot_run_here_fails_fast_with_its_reason(tmp_path):
+    """coderl serve exits 3 when the host cannot build the sandbox (e.g. a container started
+    without the security options): no restart loop until the ready timeout, exit 3 at once."""
+    port = free_port()
+    service = tmp_path / "serve"
+    service.write_text("#!/bin/sh\necho 'coderl: error: no boundary here' >&2\nexit 3\n")
+    service.chmod(0o755)
+    start = time.monotonic()
+    done = subprocess.run([str(ENTRYPOINT), "true"], env=env(port, CODERL_SERVICE_CMD=str(service)), capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 3, done.stderr
+    assert "no boundary here" in done.stderr and "not restarting" in done.stderr
+    assert time.monotonic() - start < 15

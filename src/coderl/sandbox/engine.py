@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from coderl.errors import BadRequest, IsolationUnavailable, SlotFailure
-from coderl.sandbox import isolation, languages, seccomp
+from coderl.sandbox import isolation, languages, probe, seccomp
 from coderl.sandbox.cgroups import CgroupManager
 from coderl.sandbox.languages import Language, LanguageInfo
 from coderl.sandbox.program import Program, RunInput
@@ -225,4 +225,4 @@ def isolation_problem() -> str | None:
                 return "user namespaces are disabled (user.max_user_namespaces = 0)"
     except OSError:
         pass
-    return None
+    return probe.boundary_problem()
