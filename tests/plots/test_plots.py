@@ -129,3 +129,14 @@ def test_bad_logs_are_clear_errors(tmp_path):
         plot_evaluation(csv, tmp_path / "y.png")
     done = coderl("plot", "training", "--metrics", str(tmp_path / "none.jsonl"), "--out", str(tmp_path / "z.png"))
     assert done.returncode == 2 and "VERL_FILE_LOGGER_PATH" in done.stderr and done.stderr.count("\n") == 1
+
+
+def test_figure_without_out_lands_beside_its_input(tmp_path):
+    """Trying the command on the example inputs must not overwrite the tracked figures/*.png."""
+    fixtures = ROOT / "tests" / "fixtures" / "eval"
+    (tmp_path / "results.csv").write_bytes((fixtures / "results.csv").read_bytes())
+    tracked = (ROOT / "figures" / "evaluation_progress.png").stat().st_mtime_ns
+    done = coderl("plot", "eval", "--results", str(tmp_path / "results.csv"))
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "evaluation_progress.png").stat().st_size > 20_000
+    assert (ROOT / "figures" / "evaluation_progress.png").stat().st_mtime_ns == tracked
