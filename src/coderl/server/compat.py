@@ -6,22 +6,26 @@ memory limits honoured; output never silently truncated)."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 from typing import Any
 
 from fastapi import APIRouter, Request
 
-from coderl.errors import BadRequest, DeadlineExceeded, NoCodeFound
-from coderl.judge import Checker, Submission, Verdict, extract_code, to_spec
+from coderl.errors import BadRequest, DeadlineExceeded, NoCodeFound, UnknownLanguage
+from coderl.judge import Checker, Submission, Verdict, extract_code, worst
 from coderl.judge.judge import CaseResult
+from coderl.judge.result import STATUS_VERDICT
 from coderl.sandbox import CompileResult, Limits, Program, RunInput, RunResult, RunStatus
+from coderl.sandbox.engine import COMPILE_LIMITS
 from coderl.server.app import cancel_on_disconnect, service_of
 from coderl.server.models import EvalRequest, RunCodeRequest
+from coderl.server.scalebox import AssertPrograms, read_tests
 
 router = APIRouter()
-_SF_LANGUAGES = {"python": "python", "cpp": "cpp", "nodejs": "javascript", "javascript": "javascript", "go": "go",
-                 "java": "java", "rust": "rust", "c": "c"}
+#: SandboxFusion/ScaleBox language names that are not our names or aliases.
+_SF_NAMES = {"d_ut": "d", "kotlin_script": "kotlin"}
 
 
 @router.get("/v1/ping", summary="SandboxFusion liveness (the JSON string \"pong\")")
@@ -49,9 +53,14 @@ async def run_code(body: RunCodeRequest, request: Request) -> dict[str, Any]:
             request, service.engine.execute(Program(language, body.code), [run_input], limits,
                                             compile_limits=compile_limits),
             service.settings.request_timeout_s)
+    return {**_exec_info(ex, language, service), **service.meta()}
+
+
+def _exec_info(ex: Any, language: str, service: Any) -> dict[str, Any]:
+    """SandboxFusion's response for one run; ``compile_result`` only for a compiled language (or
+    an interpreter's failed syntax check)."""
     compiled_language = service.engine.language(language).compile_argv is not None
-    return {**sf_response(ex.compile if compiled_language or (ex.compile and not ex.compile.ok) else None,
-                          ex.results[0]), **service.meta()}
+    return sf_response(ex.compile if compiled_language or (ex.compile and not ex.compile.ok) else None, ex.results[0])
 
 
 def sf_response(compiled: CompileResult | None, run: RunResult | None) -> dict[str, Any]:
@@ -96,12 +105,12 @@ def _command(run: RunResult, *, sandbox_error: bool = False) -> dict[str, Any]:
 
 
 def _sf_language(name: str, service: Any) -> str:
-    language = _SF_LANGUAGES.get(name.lower())
-    if language is None or language not in service.engine.languages():
-        from coderl.errors import UnknownLanguage
-
-        raise UnknownLanguage(name, [k for k, v in _SF_LANGUAGES.items() if v in service.engine.languages()])
-    return language
+    """Our language for a SandboxFusion/ScaleBox name: their own spellings, else any name or alias
+    the engine knows (case-insensitive)."""
+    try:
+        return service.engine.language(_SF_NAMES.get(name.lower(), name)).name
+    except UnknownLanguage:
+        raise UnknownLanguage(name, sorted(service.engine.languages())) from None
 
 
 @router.post("/common_evaluate_batch", summary="ScaleBox batch evaluation of one completion")
@@ -117,13 +126,22 @@ async def common_evaluate(body: EvalRequest, request: Request) -> dict[str, Any]
 async def _evaluate(body: EvalRequest, request: Request) -> dict[str, Any]:
     service = service_of(request)
     cfg = body.config
+    if cfg.custom_extract_logic is not None:
+        raise BadRequest("config.custom_extract_logic is not supported (ScaleBox runs it inside its API server)")
     language = _sf_language(cfg.language, service)
     try:
-        code = extract_code(body.completion, language).code
+        extracted = extract_code(body.completion, language)
+        code, extracted_type = extracted.code, _EXTRACTED_TYPE.get(extracted.rule, "fenced")
     except NoCodeFound:
-        code = ""
-    tests = cfg.provided_data.get("test_cases", cfg.provided_data)
-    spec = to_spec(tests, "io_typed")
+        code, extracted_type = "", "empty"
+    memory = cfg.mem_limit if cfg.mem_limit and cfg.mem_limit > 0 else service.settings.default_memory_mb
+    limits = Limits(cpu_s=cfg.run_timeout, wall_s=cfg.run_timeout, memory_mb=memory)
+    tests = read_tests(cfg.provided_data, language, code)
+    answer = {"id": body.id, "extracted_code": code, "full_code": None, "test_code": None,
+              "extracted_type": extracted_type}
+    if isinstance(tests, AssertPrograms):
+        return {**answer, **await _run_asserts(tests, language, limits, cfg.compile_timeout, service, request)}
+    spec = tests
     extra = cfg.extra
     if extra.get("special_judge_program"):
         checker = Checker(kind="program", language=_sf_language(extra.get("special_judge_language", "python"), service),
@@ -131,9 +149,7 @@ async def _evaluate(body: EvalRequest, request: Request) -> dict[str, Any]:
         spec = spec.model_copy(update={"checker": checker})
     run_all = bool(extra.get("run_all_cases", False))
     sub = Submission(spec=spec, language=language, code=code, stop_on_first_failure=not run_all,
-                     total_time_s=float(extra.get("total_timeout", 300)), compile_s=cfg.compile_timeout,
-                     limits=Limits(cpu_s=cfg.run_timeout, wall_s=cfg.run_timeout,
-                                   memory_mb=service.settings.default_memory_mb))
+                     total_time_s=float(extra.get("total_timeout", 300)), compile_s=cfg.compile_timeout, limits=limits)
     (outcome,) = await cancel_on_disconnect(request, service.judge_many([sub]), service.settings.request_timeout_s)
     if isinstance(outcome, Exception):
         raise outcome
@@ -142,9 +158,34 @@ async def _evaluate(body: EvalRequest, request: Request) -> dict[str, Any]:
         if case.verdict is Verdict.SKIPPED and not run_all and not (case.run and "budget" in case.run.message):
             break  # ScaleBox returns only the cases up to the first failure
         tests_out.append({"passed": case.verdict is Verdict.ACCEPTED, "exec_info": _case_exec_info(case, outcome)})
-    return {"id": body.id, "accepted": outcome.accepted, "extracted_code": code, "full_code": None, "test_code": None,
-            "tests": tests_out, "extracted_type": language,
+    return {**answer, "accepted": outcome.accepted, "tests": tests_out,
             "extra": {"verdict": outcome.verdict.value, **service.meta()}}
+
+
+#: ScaleBox's ``extracted_type`` values for our extraction rules.
+_EXTRACTED_TYPE = {"fence:open": "incomplete_fenced", "raw": "heuristic"}
+
+
+async def _run_asserts(tests: AssertPrograms, language: str, limits: Limits, compile_s: float, service: Any,
+                       request: Request) -> dict[str, Any]:
+    """Non-Python assert tests: each program runs once and passes on SandboxFusion's Success."""
+    compile_limits = COMPILE_LIMITS.replace(cpu_s=compile_s, wall_s=compile_s * 2)
+    with service.admission.admit(len(tests.sources)):
+        runs = await cancel_on_disconnect(request, asyncio.gather(*(
+            service.engine.execute(Program(language, source), [RunInput()], limits, compile_limits=compile_limits)
+            for source in tests.sources)), service.settings.request_timeout_s)
+    infos = [_exec_info(ex, language, service) for ex in runs]
+    verdicts = [_run_verdict(ex) for ex in runs]
+    return {"accepted": all(v is Verdict.ACCEPTED for v in verdicts), "full_code": tests.sources[0],
+            "tests": [{"passed": v is Verdict.ACCEPTED, "exec_info": info} for v, info in zip(verdicts, infos, strict=True)],
+            "extra": {"verdict": worst(verdicts).value, **service.meta()}}
+
+
+def _run_verdict(ex: Any) -> Verdict:
+    if ex.compile is not None and not ex.compile.ok:
+        return Verdict.SANDBOX_ERROR if ex.compile.sandbox_error else Verdict.COMPILE_ERROR
+    run = ex.results[0]
+    return STATUS_VERDICT.get(run.status) or (Verdict.ACCEPTED if run.exit_code == 0 else Verdict.RUNTIME_ERROR)
 
 
 def _case_exec_info(case: CaseResult, outcome: Any) -> dict[str, Any]:
