@@ -241,9 +241,10 @@ class Session:
         return self._diff
 
     async def close(self) -> None:
-        """Kill everything, unmount the episode's layer, remove its cgroup. Idempotent."""
+        """Kill everything (a command in flight fails with SessionError), unmount the episode's
+        layer, remove its cgroup. Idempotent."""
+        await self._kill()
         async with self._lock:
-            await self._kill()
             self._layer.remove()
             if self._cgroup is not None:
                 self._cgroup.remove()
@@ -311,6 +312,7 @@ class SessionHost:
         self.cgroups = CgroupManager()
         self.sessions: set[Session] = set()
         self._seccomp: bytes | None = None
+        self._inside: list[str] = []  # the bwrap arguments that bind SESSION_FILES in
         self._ids = itertools.count()
         self._started = False
 
@@ -329,6 +331,8 @@ class SessionHost:
         if not seccomp.supported_machine():
             raise IsolationUnavailable("no seccomp syscall table for this machine")
         self._seccomp = seccomp.build_filter()
+        self._inside = [a for name in SESSION_FILES
+                        for a in ("--ro-bind", isolation.inside_path(name), f"{isolation.INSIDE_DIR}/{name}")]
         self.base_dir.mkdir(parents=True, exist_ok=True)
         overlay.remove_stale(self.base_dir)
         self.cgroups.start()
@@ -394,13 +398,14 @@ class SessionHost:
               repo_ro: bool = False, pristine_git: Path | None = None,
               setenv: dict[str, str] | None = None) -> list[str]:
         assert self._seccomp is not None
-        args = isolation.boundary_args([*env_binds, *ro_binds])
-        inside = isolation.INSIDE_DIR
-        args += [a for name in SESSION_FILES for a in ("--ro-bind", isolation.inside_path(name), f"{inside}/{name}")]
+        args = isolation.boundary_args([])
+        args += self._inside
         args += ["--proc", "/proc", "--dev", "/dev",
                  "--ro-bind" if repo_ro else "--bind", str(merged), REPO,
                  "--size", str(limits.tmp_mb << 20), "--tmpfs", "/tmp",
                  "--size", str(min(limits.tmp_mb, 256) << 20), "--tmpfs", "/dev/shm"]
+        for path in dict.fromkeys([*env_binds, *ro_binds]):  # after the tmpfs mounts, which would hide them
+            args += ["--ro-bind", path, path]
         if pristine_git is not None:
             args += ["--ro-bind", str(pristine_git), "/git"]
         for kind, src, dst in binds:
@@ -408,7 +413,7 @@ class SessionHost:
         for name, value in (setenv or {}).items():
             args += ["--setenv", name, value]
         args += ["--remount-ro", "/", "--chdir", REPO, "--seccomp", "SECCOMP_FD", "--"]
-        args += list(command or [isolation.sandbox_python(), "-I", "-S", f"{inside}/session_init.py"])
+        args += list(command or [isolation.sandbox_python(), "-I", "-S", f"{isolation.INSIDE_DIR}/session_init.py"])
         return args
 
     async def _spawn(self, argv: list[str], cgroup: SlotCgroup | None,
@@ -438,10 +443,12 @@ class SessionHost:
     async def capture_diff(self, session: Session) -> str:
         """The episode's change against the pristine commit, made by our git in a fresh sandbox
         (see the module docstring). The episode's processes must be dead already."""
-        git = ["git", "-c", "core.checkStat=minimal", "-c", "core.trustctime=false", "-c", "safe.directory=*",
+        git = ["git", "-c", "safe.directory=*",
                "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "core.quotePath=true"]
         script = (
-            "set -e; mkdir -p /tmp/objects; cp /git/index /tmp/index 2>/dev/null || true; "
+            # an index without stat data (read-tree): every file is compared by content, since an
+            # edit in the second of the checkout that keeps the size would pass a stat check
+            f"set -e; mkdir -p /tmp/objects; {' '.join(git)} read-tree HEAD; "
             f"{' '.join(git)} add -A; "
             f"{' '.join(git)} diff --cached --binary --no-color --no-ext-diff --no-textconv --no-renames HEAD"
         )

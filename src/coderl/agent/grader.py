@@ -1,0 +1,168 @@
+"""The repository grader: an agent's diff, applied in a FRESH sandbox from the pristine snapshot, judged
+by the task's FAIL_TO_PASS and PASS_TO_PASS tests.
+
+Steps (as the SWE-bench harness, on our sandbox instead of Docker):
+1. the snapshot of (repo, base commit) and the task's environment, made once and shared;
+2. the diff read on the host (``patch.without_files``): the sections touching the task's test
+   files, the test patch's files or any ``conftest.py`` are dropped (the files stay as the base
+   commit has them; the dropped paths are reported as ``tests_touched``, reward-hack telemetry);
+3. a fresh session (nothing of the agent's episode is in it), the rest of the diff applied with
+   ``git apply`` (``patch -p1`` as the fallback, as SWE-bench has it), then the task's test patch;
+4. the test command over the tests' files, and one verdict per named test from its log
+   (pytest ``-rA`` lines; PASSED and XFAIL pass, a test the log does not name fails as
+   ``missing``). Reward 1 only when every FAIL_TO_PASS and PASS_TO_PASS test passed.
+
+Outcomes are kept apart by who is at fault: ``resolved`` / ``unresolved`` (tests ran; reward 1/0),
+``apply_failed`` (the agent's diff does not apply or cannot be read; reward 0) and
+``sandbox_error`` (no repository, no environment, the sandbox failed, the task's own test patch
+does not apply; reward None: retry or drop the sample, never score it). The tests run in process
+with the agent's code, so a patch that monkeypatches the test runner from the module under test
+can still lie; the tests, their patch and conftest.py files are restored, which closes the
+direct routes (editing or skipping the tests).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import shlex
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from coderl.agent.patch import MalformedDiff, without_files
+from coderl.agent.repo_env import EnvBuildError, build_env
+from coderl.agent.repo_store import RepoStore, RepoUnavailable
+from coderl.agent.repo_task import RepoTask
+from coderl.errors import SandboxError
+from coderl.sandbox.session import Session, SessionHost, SessionLimits
+
+GRADE_STATUSES = ("resolved", "unresolved", "apply_failed", "sandbox_error")
+PASSING = ("PASSED", "XFAIL")
+_LOG_LINE = re.compile(r"^(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) (.+?)\s*$", re.M)
+DEFAULT_GRADE_LIMITS = SessionLimits(episode_s=900.0, exec_s=600.0, memory_mb=4096, max_processes=512)
+
+
+@dataclass(frozen=True)
+class GradeResult:
+    """One graded diff. ``fail_to_pass`` / ``pass_to_pass``: test id -> pytest status (``PASSED``,
+    ``FAILED``, ``ERROR``, ``SKIPPED``, ``XFAIL``, ``XPASS``) or ``missing``."""
+
+    instance_id: str
+    status: str
+    reward: float | None
+    fail_to_pass: dict[str, str] = field(default_factory=dict)
+    pass_to_pass: dict[str, str] = field(default_factory=dict)
+    tests_touched: list[str] = field(default_factory=list)
+    message: str = ""
+    log_tail: str = ""
+    wall_s: float = 0.0
+
+    @property
+    def resolved(self) -> bool:
+        return self.status == "resolved"
+
+    def to_dict(self) -> dict:
+        return {**self.__dict__, "resolved": self.resolved}
+
+
+def parse_pytest_log(log: str) -> dict[str, str]:
+    """test id -> status from pytest's ``-rA`` summary (a FAILED line's `` - reason`` dropped)."""
+    out: dict[str, str] = {}
+    for status, rest in _LOG_LINE.findall(log):
+        out.setdefault(rest, status)
+        out.setdefault(rest.split(" - ", 1)[0], status)
+    return out
+
+
+def test_command(task: RepoTask) -> str:
+    """The task's command, followed by the files of its ``file::name`` tests (SWE-bench runs test
+    files, then reads each test's line in the log)."""
+    files = dict.fromkeys(t.split("::", 1)[0] for t in task.tests if "::" in t)
+    return " ".join([task.test_cmd, *(shlex.quote(f) for f in files)])
+
+
+class RepoGrader:
+    """Grades diffs against repository tasks; ``concurrency`` fresh sandboxes at a time."""
+
+    def __init__(self, host: SessionHost, store: RepoStore, *, env_cache: Path, find_links: Path | None = None,
+                 limits: SessionLimits = DEFAULT_GRADE_LIMITS, concurrency: int = 2) -> None:
+        self.host, self.store = host, store
+        self.env_cache, self.find_links = env_cache, find_links
+        self.limits = limits
+        self._gate = asyncio.Semaphore(concurrency)
+
+    async def grade_many(self, items: list[tuple[RepoTask, str]]) -> list[GradeResult]:
+        return list(await asyncio.gather(*(self.grade(task, diff) for task, diff in items)))
+
+    async def prepare(self, task: RepoTask) -> tuple[Path, Path]:
+        """The task's snapshot and environment (built now when missing, off the event loop)."""
+        snapshot = await asyncio.to_thread(self.store.snapshot, task.repo, task.base_commit)
+        env = await asyncio.to_thread(build_env, task.env, self.env_cache, find_links=self.find_links)
+        return snapshot, env
+
+    async def grade(self, task: RepoTask, diff: str) -> GradeResult:
+        t0 = time.monotonic()
+        result = await self._grade(task, diff)
+        return GradeResult(**{**result.__dict__, "wall_s": round(time.monotonic() - t0, 3)})
+
+    async def _grade(self, task: RepoTask, diff: str) -> GradeResult:
+        def outcome(status: str, message: str = "", **kw: object) -> GradeResult:
+            reward = {"resolved": 1.0, "sandbox_error": None}.get(status, 0.0)
+            return GradeResult(instance_id=task.instance_id, status=status, reward=reward, message=message, **kw)
+
+        try:
+            kept, touched = without_files(diff, task.protected_files)
+        except MalformedDiff as exc:
+            return outcome("apply_failed", f"unreadable diff: {exc}")
+        try:
+            snapshot, env = await self.prepare(task)
+        except (RepoUnavailable, EnvBuildError) as exc:
+            return outcome("sandbox_error", str(exc), tests_touched=touched)
+        async with self._gate:
+            try:
+                session = await self.host.open(snapshot, env_dir=env, limits=self.limits)
+            except SandboxError as exc:
+                return outcome("sandbox_error", str(exc), tests_touched=touched)
+            try:
+                return await self._run(task, session, kept, touched, outcome)
+            except SandboxError as exc:
+                return outcome("sandbox_error", str(exc), tests_touched=touched)
+            finally:
+                await session.close()
+
+    async def _run(self, task: RepoTask, session: Session, kept: str, touched: list[str], outcome) -> GradeResult:  # type: ignore[no-untyped-def]
+        if kept.strip():
+            error = await _apply(session, kept, "/tmp/agent.patch")
+            if error:
+                return outcome("apply_failed", f"the diff does not apply: {error}", tests_touched=touched)
+        if touched:  # whatever route the diff took to them, the protected files are the base commit's again
+            paths = " ".join(shlex.quote(p) for p in touched)
+            await session.exec(f'for f in {paths}; do git checkout -q HEAD -- "$f" 2>/dev/null || rm -rf -- "$f"; done',
+                               timeout_s=60)
+        if task.test_patch.strip():
+            error = await _apply(session, task.test_patch, "/tmp/test.patch")
+            if error:
+                return outcome("sandbox_error", f"the task's test patch does not apply: {error}",
+                               tests_touched=touched)
+        run = await session.exec(test_command(task), timeout_s=self.limits.exec_s)
+        log = run.stdout + run.stderr
+        seen = parse_pytest_log(log)
+        f2p = {t: seen.get(t, "missing") for t in task.fail_to_pass}
+        p2p = {t: seen.get(t, "missing") for t in task.pass_to_pass}
+        resolved = all(s in PASSING for s in (*f2p.values(), *p2p.values()))
+        why = "tests timed out" if run.timed_out else ("out of memory" if run.oom_killed else "")
+        return outcome("resolved" if resolved else "unresolved", why, fail_to_pass=f2p, pass_to_pass=p2p,
+                       tests_touched=touched, log_tail=log[-4000:])
+
+
+async def _apply(session: Session, diff: str, path: str) -> str:
+    """Apply a diff in the session's work tree; '' on success, else why not."""
+    await session.write_file(path, diff.encode("utf-8", "surrogateescape"))
+    run = await session.exec(f"git apply --whitespace=nowarn {path}", timeout_s=60)
+    if run.ok:
+        return ""
+    fallback = await session.exec(f"patch --batch --fuzz=5 -p1 -i {path}", timeout_s=60)
+    if fallback.ok:
+        return ""
+    return (run.stderr or run.stdout).strip()[-500:]

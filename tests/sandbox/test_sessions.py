@@ -1,0 +1,197 @@
+"""Agent sessions on the real sandbox: the episode's tools, its limits, and the threats that apply to a
+long-lived sandbox (another episode's files, the network, processes outliving the episode, the
+diff's capture under a tampered .git)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+
+from coderl.sandbox.session import GATEWAY_SOCKET, EditRejected, SessionError, SessionHost, SessionLimits
+
+LIMITS = SessionLimits(episode_s=120, exec_s=20, memory_mb=512, max_processes=64, output_kb=64, disk_mb=32)
+
+
+def run(coro_fn):
+    """Run ``coro_fn(host)`` with a fresh SessionHost."""
+    async def main():
+        async with SessionHost() as host:
+            return await coro_fn(host)
+
+    return asyncio.run(main())
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("repo")
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+    (path / "m.py").write_text("def add(a, b):\n    return a - b\n")
+    (path / ".gitignore").write_text("__pycache__/\n")
+    for cmd in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "base"]):
+        subprocess.run(["git", *cmd], cwd=path, env=env, check=True)
+    return path
+
+
+def _alive_with(token: str) -> list[int]:
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if token.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                found.append(int(pid))
+        except OSError:
+            continue
+    return found
+
+
+def test_shell_edits_and_diff(repo):
+    async def body(host):
+        async with await host.open(repo, limits=LIMITS) as s:
+            r = await s.exec("id -u; pwd; cat m.py; echo oops >&2; exit 3")
+            assert (r.exit_code, r.stdout.split("\n")[:2], r.stderr) == (3, ["65534", "/repo"], "oops\n")
+            assert "     2\t    return a - b" in await s.view("m.py")
+            await s.str_replace("m.py", "a - b", "a + b")
+            with pytest.raises(EditRejected):
+                await s.str_replace("m.py", "not there", "x")
+            await s.create("pkg/new.py", "X = 1\n")
+            await s.insert("pkg/new.py", 0, "# head")
+            assert (await s.read_file("pkg/new.py")) == b"# head\nX = 1\n"
+            assert "pkg/" in await s.view(".")
+            r = await s.exec("mkdir -p __pycache__ && touch __pycache__/x.pyc && git status --short")
+            assert " M m.py" in r.stdout
+            diff = await s.finish()
+            assert "+    return a + b" in diff and "b/pkg/new.py" in diff and "pyc" not in diff
+            assert await s.finish() == diff  # idempotent
+    run(body)
+
+
+def test_episodes_cannot_see_each_other(repo):
+    async def body(host):
+        a = await host.open(repo, limits=LIMITS)
+        b = await host.open(repo, limits=LIMITS)
+        try:
+            await a.exec("echo secret-a > mine.txt; echo tmp-a > /tmp/t; sleep 30 & echo started")
+            r = await b.exec("cat mine.txt /tmp/t; cat /proc/[0-9]*/cmdline | tr '\\0' ' '")
+            assert "secret-a" not in r.stdout and "tmp-a" not in r.stdout
+            assert "sleep" not in r.stdout and "session_init" in r.stdout  # its own processes only
+            assert "mine.txt" not in await b.finish()
+            assert "mine.txt" in await a.finish()
+            assert not (repo / "mine.txt").exists()  # the pristine tree is never written
+        finally:
+            await a.close()
+            await b.close()
+    run(body)
+
+
+def test_no_network_but_the_gateway(repo, tmp_path):
+    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    port = server.getsockname()[1]
+    sock_path = str(tmp_path / "gw.sock")
+    gateway = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    gateway.bind(sock_path)
+    gateway.listen()
+
+    def answer():
+        for _ in range(2):
+            conn, _ = gateway.accept()
+            conn.recv(100)
+            conn.sendall(b"HTTP/1.0 200 OK\r\n\r\nfrom-gateway")
+            conn.close()
+
+    threading.Thread(target=answer, daemon=True).start()
+    probe = ("import socket,sys\n"
+             f"for addr in [('127.0.0.1', {port}), ('1.1.1.1', 80), ('10.0.2.2', 22)]:\n"
+             "    try:\n"
+             "        socket.create_connection(addr, timeout=2); print('REACHED', addr)\n"
+             "    except OSError as e: print('blocked', e.errno)\n")
+
+    async def body(host):
+        async with await host.open(repo, limits=LIMITS, gateway_socket=sock_path, gateway_port=18080) as s:
+            r = await s.exec(f"python3 -c \"{probe}\"")
+            assert "REACHED" not in r.stdout and r.stdout.count("blocked") == 3, r
+            via_unix = (f"import socket; s=socket.socket(socket.AF_UNIX); s.connect('{GATEWAY_SOCKET}'); s.sendall(b'GET'); "
+                        "print(s.recv(100))")
+            r = await s.exec(f'python3 -c "{via_unix}"')
+            assert "from-gateway" in r.stdout, r
+            via_tcp = ("import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:18080/v1', "
+                       "timeout=5).read())")
+            r = await s.exec(f'python3 -c "{via_tcp}"')
+            assert "from-gateway" in r.stdout, r
+    try:
+        run(body)
+    finally:
+        server.close()
+        gateway.close()
+
+
+def test_processes_die_with_their_command_and_the_episode(repo):
+    async def body(host):
+        s = await host.open(repo, limits=LIMITS)
+        r = await s.exec("(setsid sleep 4711 &); nohup sleep 4712 >/dev/null 2>&1 & echo bg")
+        assert r.stdout == "bg\n"
+        assert _alive_with("4711") == [] and _alive_with("4712") == []  # killed when their command ended
+        r = await s.exec("sleep 4713", timeout_s=0.5)
+        assert r.timed_out and r.signal == 9 and _alive_with("4713") == []
+        task = asyncio.create_task(s.exec("sleep 4714 & sleep 4715"))
+        await asyncio.sleep(0.5)
+        assert _alive_with("4715")
+        await s.close()  # mid-command: everything dies
+        assert _alive_with("4714") == [] and _alive_with("4715") == []
+        with pytest.raises(SessionError):
+            await task
+    run(body)
+
+
+def test_episode_limits(repo):
+    async def body(host):
+        async with await host.open(repo, limits=LIMITS) as s:
+            r = await s.exec("yes | head -c 1000000")
+            assert r.stdout_truncated and len(r.stdout) == 64 * 1024
+            r = await s.exec("head -c 100000000 /dev/zero > big; echo $?")
+            assert r.stdout.strip() != "0" or "No space" in r.stderr  # the episode's disk is 32 MiB
+            r = await s.exec("python3 -c \"b = bytearray(2000 << 20); print(len(b))\"")
+            assert r.exit_code != 0 and "2097152000" not in r.stdout
+            r = await s.exec("for i in $(seq 200); do sleep 5 & done; wait", timeout_s=5)
+            assert "fork" in r.stderr or "Resource temporarily unavailable" in r.stderr
+            assert (await s.exec("echo still-here")).stdout == "still-here\n"
+    run(body)
+
+
+def test_diff_capture_ignores_a_tampered_git_dir(repo):
+    """The agent rewrites .git (config with an fsmonitor command, hooks, index, HEAD): the capture
+    uses the pristine .git and our git, so the diff is the true one and nothing of the agent runs."""
+    async def body(host):
+        async with await host.open(repo, limits=LIMITS) as s:
+            await s.exec("echo 'x = 1' > added.py; git config core.fsmonitor 'touch /tmp/pwned; false'; "
+                         "printf '#!/bin/sh\\ntouch /tmp/pwned\\n' > .git/hooks/pre-commit; chmod +x .git/hooks/*; "
+                         "git add -A; git -c user.email=a@b -c user.name=x commit -qm hide; echo junk > .git/index")
+            diff = await s.finish()
+            assert "b/added.py" in diff and "+x = 1" in diff
+            assert not Path("/tmp/pwned").exists()
+    run(body)
+
+
+def test_symlinks_in_the_diff_are_links_not_contents(repo):
+    async def body(host):
+        async with await host.open(repo, limits=LIMITS) as s:
+            r = await s.exec("cat /etc/shadow; ln -s /etc/shadow leak; ln -s /proc/1/environ env")
+            assert "root:" not in r.stdout and "No such file" in r.stderr
+            diff = await s.finish()
+            assert "new file mode 120000" in diff and "+/etc/shadow" in diff and "root:" not in diff
+    run(body)
+
+
+def test_git_history_stops_at_the_snapshot(repo):
+    async def body(host):
+        async with await host.open(repo, limits=LIMITS) as s:
+            r = await s.exec("git log --all --oneline | wc -l")
+            assert r.stdout.strip() == "1"
+    run(body)
