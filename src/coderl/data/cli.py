@@ -45,6 +45,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     lcb.add_argument("--prompt-style", choices=("generic", "codeqwen"), default="generic",
                      help="LiveCodeBench's official prompt: chat-API style, or CodeQwenInstruct (Qwen models)")
     lcb.set_defaults(func=_lcb)
+    swe = sub.add_parser("swe", help="SWE-bench / SWE-Gym rows (or coderl's own tasks) -> agent-loop parquet")
+    common(swe)
+    swe.add_argument("--repos", help="directory of git mirrors (owner__name) or tarballs (owner__name.tar.gz); "
+                                     "not needed with --source builtin")
+    swe.add_argument("--cache", help="where snapshots and environments go (default: $CODERL_CACHE or ~/.cache/coderl)")
+    swe.add_argument("--build-envs", action="store_true", help="build every task's Python environment now")
+    swe.add_argument("--find-links", help="wheel directory for the environments (pip --no-index)")
+    swe.add_argument("--val-fraction", type=fraction, default=0.0, help="in [0, 1)")
+    swe.add_argument("--seed", type=int, default=42)
+    swe.set_defaults(func=_swe)
     for kind in EVAL_KINDS:
         p = sub.add_parser(kind, help=f"{kind} -> RL parquet (test.parquet) or eval problems (problems.jsonl)")
         common(p, source_required=kind != "humaneval")
@@ -67,6 +77,16 @@ def _sft(args: argparse.Namespace) -> int:
     from coderl.data.sft import build_sft
 
     print(build_sft(args.source, args.out, tokenizer_path=args.tokenizer, limit=args.limit,
+                    val_fraction=args.val_fraction, seed=args.seed).summary())
+    return 0
+
+
+def _swe(args: argparse.Namespace) -> int:
+    from coderl.agent.repo_env import default_cache_dir
+    from coderl.data.swe import build_swe
+
+    print(build_swe(args.source, args.out, repos_dir=args.repos, cache_dir=args.cache or default_cache_dir(),
+                    build_envs=args.build_envs, find_links=args.find_links, limit=args.limit,
                     val_fraction=args.val_fraction, seed=args.seed).summary())
     return 0
 
