@@ -19,6 +19,7 @@ Placements:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shlex
 import signal
@@ -86,13 +87,10 @@ async def run_on_host(template: str, *, workdir: Path, task: str, gateway_url: s
     except TimeoutError:
         timed_out = True
         out = b""
-    finally:
-        if proc.returncode is None:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            await proc.wait()
+    finally:  # the harness and anything it left running in its process group
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        await proc.wait()
     return HarnessResult(None if timed_out else proc.returncode, timed_out, round(time.monotonic() - started, 3),
                          _tail(out.decode("utf-8", "replace")), "none")
 
