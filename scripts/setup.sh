@@ -56,3 +56,5 @@ if [ ! -f "$stamp" ]; then
   rm -f .venv/.coderl-setup-*
   touch "$stamp"
 fi
+# the packages programs may import, pinned, in a venv of their own the sandbox binds read-only
+scripts/build_runtime.sh .runtime .venv/bin/python

@@ -2,8 +2,9 @@
 
 Namespaces: user, pid, net, mount, ipc, uts, cgroup (all new); uid/gid 65534; every capability
 dropped; no_new_privs (bubblewrap sets it for the seccomp filter); no further user namespaces.
-Filesystem: /usr (and the merged-usr links), the sandbox Python and toolchains read-only, a few
-/etc files the runtimes need (not passwd/shadow/hosts), fresh /proc and /dev, and size-capped
+Filesystem: /usr (and the merged-usr links), the sandbox Python, its runtime packages and the
+toolchains read-only, a few /etc files the runtimes need (not passwd/shadow, and our own hosts
+file naming only localhost instead of the host's), fresh /proc and /dev, and size-capped
 tmpfs for the work dir /box, /tmp and /dev/shm. The environment is cleared. Network: only the
 namespace's own loopback, which reaches nothing on the host.
 """
@@ -16,6 +17,7 @@ from collections.abc import Iterable
 from importlib import resources
 
 from coderl.sandbox.pythonenv import sandbox_python, sandbox_python_prefix
+from coderl.sandbox.runtime_env import runtime_prefix
 
 BOX = "/box"
 SCRATCH = ("/tmp", "/dev/shm")
@@ -25,6 +27,7 @@ RUNNER_PATH_INSIDE = INSIDE_DIR + "/runner.py"
 SANDBOX_UID = 65534
 _ETC = ("/etc/alternatives", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime",
         "/etc/java-17-openjdk", "/etc/java-21-openjdk", "/etc/ssl/certs/java")
+_OWN_ETC = (("etc_hosts.txt", "/etc/hosts"), ("etc_nsswitch.txt", "/etc/nsswitch.conf"))  # ours: localhost resolves
 
 
 def inside_path(name: str) -> str:
@@ -83,8 +86,10 @@ def boundary_args(extra_binds: Iterable[str]) -> list[str]:
     ]
     for path in _ETC:
         args += ["--ro-bind-try", path, path]
+    for name, path in _OWN_ETC:
+        args += ["--ro-bind", inside_path(name), path]
     seen = set()
-    for path in (sandbox_python_prefix(), *extra_binds):
+    for path in (sandbox_python_prefix(), runtime_prefix(), *extra_binds):
         if path and not path.startswith("/usr/") and path not in seen and os.path.exists(path):
             seen.add(path)
             args += ["--ro-bind", path, path]

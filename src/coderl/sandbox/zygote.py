@@ -340,6 +340,9 @@ def main() -> None:
         pass
     for sig in (_signal.SIGPIPE, _signal.SIGXFSZ, _signal.SIGINT):  # children inherit the defaults
         _signal.signal(sig, _signal.SIG_DFL)
+    venv = os.path.dirname(os.path.dirname(sys.executable))
+    if os.path.isfile(os.path.join(venv, "pyvenv.cfg")):  # the runtime environment (what site.py does without -S)
+        sys.prefix = sys.exec_prefix = venv
     import site  # started with -S (a smaller heap forks faster); the packages stay importable
 
     sys.path.extend(p for p in site.getsitepackages() if p not in sys.path)

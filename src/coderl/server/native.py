@@ -11,7 +11,7 @@ from coderl import __version__
 from coderl.errors import BadRequest
 from coderl.judge import DEFAULT_LIMITS, JudgeResult, Submission
 from coderl.judge.formats import to_spec
-from coderl.sandbox import Limits, Program
+from coderl.sandbox import Limits, Program, runtime_env
 from coderl.server.app import cancel_on_disconnect, service_of
 from coderl.server.models import JudgeRequest, RunRequest, SubmissionIn
 
@@ -72,7 +72,7 @@ async def capabilities(request: Request) -> dict[str, Any]:
                  for name, info in service.engine.languages().items()}
     return {**service.meta(), "version": __version__, "slots": service.engine.size, "languages": languages,
             "default_limits": DEFAULT_LIMITS.replace(memory_mb=service.settings.default_memory_mb).to_dict(),
-            "queue_capacity": service.settings.queue}
+            "queue_capacity": service.settings.queue, "runtime_packages": runtime_env.packages()}
 
 
 @router.get("/healthz", summary="Liveness")

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from coderl.sandbox.languages.base import Language
+from coderl.sandbox.runtime_env import node_path
 
 
 class JavaScript(Language):
@@ -12,3 +13,12 @@ class JavaScript(Language):
     memory_error_markers = ("JavaScript heap out of memory",)
     memory_overhead_mb = 64
     hello = 'console.log("hello, coderl");\n'
+
+    @classmethod
+    def recipe(cls, source_name: str, memory_mb: int) -> dict:
+        """``require`` finds the runtime environment's packages (lodash, ...) through NODE_PATH."""
+        recipe = super().recipe(source_name, memory_mb)
+        modules = node_path()
+        if modules:
+            recipe["env"]["NODE_PATH"] = modules
+        return recipe

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Build the sandbox's pinned runtime environment, idempotently: what programs may import.
+#   <prefix>/python  a venv of the sandbox's interpreter holding docker/runtime-python.txt (--no-deps:
+#                    every package is pinned there), none of the service's own packages
+#   <prefix>/node    node_modules from docker/runtime-node/package-lock.json (npm ci)
+# The engine binds <prefix> read-only into every slot (coderl.sandbox.runtime_env); run it outside
+# the sandbox (setup.sh, the image build), never per request.
+# Usage: scripts/build_runtime.sh [prefix] [python]   (defaults: .runtime, the base interpreter of .venv)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PREFIX="${1:-.runtime}"
+PY="${2:-.venv/bin/python}"
+BASE=$("$PY" -c 'import os, sys; print(os.path.realpath(getattr(sys, "_base_executable", sys.executable)))')
+stamp="$PREFIX/.built-$(cat docker/runtime-python.txt docker/runtime-node/package-lock.json | sha256sum | cut -c1-16)"
+if [ -f "$stamp" ] && [ -x "$PREFIX/python/bin/python" ]; then exit 0; fi
+echo "runtime: building the sandbox's runtime packages in $PREFIX (Python: $BASE)"
+rm -rf "$PREFIX"
+mkdir -p "$PREFIX"
+"$BASE" -m venv "$PREFIX/python"
+"$PREFIX/python/bin/python" -m pip install -q --no-cache-dir --no-deps --only-binary=:all: -r docker/runtime-python.txt
+"$PREFIX/python/bin/python" -m pip check
+"$PREFIX/python/bin/python" -m pip uninstall -q -y setuptools pip  # the pinned list only; nothing installs inside
+if command -v npm >/dev/null; then
+  mkdir -p "$PREFIX/node"
+  cp docker/runtime-node/package.json docker/runtime-node/package-lock.json "$PREFIX/node/"
+  (cd "$PREFIX/node" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
+fi
+chmod -R a+rX "$PREFIX"
+touch "$stamp"
