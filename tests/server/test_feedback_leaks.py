@@ -29,6 +29,6 @@ def test_run_code_syntax_error_is_the_submissions_own(service_url):
     _earlier_on_both_slots(service_url)
     r = httpx.post(service_url + "/run_code", json={"code": "def f(:\n    pass\n", "language": "python"}, timeout=60)
     body = r.json()
-    text = str(body)
-    assert body["status"] == "Failed" and "def f(:" in text and "SyntaxError" in text, body
-    assert "BBB_second" not in text and "zygote" not in text, body
+    stderr = body["run_result"]["stderr"]
+    assert body["status"] == "Failed" and "def f(:" in stderr and "SyntaxError" in stderr, body
+    assert "BBB_second" not in str(body) and "zygote" not in str(body), body

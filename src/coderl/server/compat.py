@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import dataclasses
 import binascii
 from typing import Any
 
@@ -18,6 +19,7 @@ from coderl.judge import Checker, Submission, Verdict, extract_code, worst
 from coderl.judge.judge import CaseResult
 from coderl.judge.result import STATUS_VERDICT
 from coderl.sandbox import CompileResult, Limits, Program, RunInput, RunResult, RunStatus
+from coderl.sandbox.program import check_paths
 from coderl.sandbox.engine import COMPILE_LIMITS
 from coderl.server.app import cancel_on_disconnect, service_of
 from coderl.server.models import EvalRequest, RunCodeRequest
@@ -42,10 +44,13 @@ async def run_code(body: RunCodeRequest, request: Request) -> dict[str, Any]:
     compile_limits = Limits(cpu_s=body.compile_timeout, wall_s=body.compile_timeout, memory_mb=max(memory, 2048),
                             stdout_kb=64 * 1024, stderr_kb=256)
     try:
-        files = {path: base64.b64decode(content, validate=True) for path, content in body.files.items()}
+        files = {path: base64.b64decode(content, validate=True) for path, content in body.files.items()
+                 if content is not None}
     except (binascii.Error, ValueError) as exc:
         raise BadRequest(f"files: not base64 ({exc})") from None
-    run_input = RunInput(stdin=(body.stdin or "").encode(), files=files, fetch=tuple(body.fetch_files))
+    # A fetch path outside the work dir is answered like a missing file (omitted), never read.
+    fetch = tuple(path for path in body.fetch_files if _inside_work_dir(path))
+    run_input = RunInput(stdin=(body.stdin or "").encode(), files=files, fetch=fetch)
     # verl's SandboxFusion client retries a 504 and scores any other error as a failed case, so a
     # full queue answers 504 here (the native API answers 429).
     with service.admission.admit(when_full=DeadlineExceeded):
@@ -56,11 +61,23 @@ async def run_code(body: RunCodeRequest, request: Request) -> dict[str, Any]:
     return {**_exec_info(ex, language, service), **service.meta()}
 
 
+def _inside_work_dir(path: str) -> bool:
+    try:
+        check_paths([path])
+    except BadRequest:
+        return False
+    return True
+
+
 def _exec_info(ex: Any, language: str, service: Any) -> dict[str, Any]:
-    """SandboxFusion's response for one run; ``compile_result`` only for a compiled language (or
-    an interpreter's failed syntax check)."""
+    """SandboxFusion's response for one run; ``compile_result`` only for a compiled language. An
+    interpreted program that does not even parse (our Python compiles before its first test) ran
+    and failed there: ``run_result`` Finished, exit 1, the interpreter's message in stderr."""
     compiled_language = service.engine.language(language).compile_argv is not None
-    return sf_response(ex.compile if compiled_language or (ex.compile and not ex.compile.ok) else None, ex.results[0])
+    if compiled_language or ex.compile is None or ex.compile.ok or ex.compile.sandbox_error:
+        return sf_response(ex.compile if compiled_language or (ex.compile and not ex.compile.ok) else None,
+                           ex.results[0])
+    return sf_response(None, dataclasses.replace(ex.compile.run, status=RunStatus.RUNTIME_ERROR, exit_code=1))
 
 
 def sf_response(compiled: CompileResult | None, run: RunResult | None) -> dict[str, Any]:

@@ -63,7 +63,7 @@ class RunCodeRequest(BaseModel):
     code: str
     stdin: str | None = None
     language: str
-    files: dict[str, str] = {}
+    files: dict[str, str | None] = {}  # a null content writes nothing, as in SandboxFusion
     fetch_files: list[str] = []
 
 
