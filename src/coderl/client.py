@@ -110,6 +110,13 @@ class SandboxClient:
         return await self._request("POST", "/v1/run", {"language": language, "code": code, "stdin": stdin,
                                                         "limits": limits or {}})
 
+    async def grade_swe(self, items: list[dict[str, Any]], *, timeout_s: float | None = None) -> list[dict[str, Any]]:
+        """POST /v1/swe/grade: ``items`` are ``{"task": row, "patch": diff}``; one result each."""
+        body: dict[str, Any] = {"items": items}
+        if timeout_s is not None:
+            body["timeout_s"] = timeout_s
+        return (await self._request("POST", "/v1/swe/grade", body))["results"]
+
     async def capabilities(self) -> dict[str, Any]:
         return await self._request("GET", "/v1/capabilities")
 

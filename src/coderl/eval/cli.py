@@ -46,6 +46,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "comparable with official numbers); coderl, the reward's rule with its fallbacks")
     p.add_argument("--limit", type=positive_int, help="the first N problems only")
     p.set_defaults(func=_lcb)
+    swe = sub.add_parser("swe", help="resolved rate of repository tasks, for a file of patches or a served model",
+                         description="Grade each task's diff in a fresh sandbox (FAIL_TO_PASS / PASS_TO_PASS); write "
+                                     "results.jsonl, summary.json and summary.md to --out. Run again on the same "
+                                     "--out to resume. Exit 1 when sandbox errors are left unscored.")
+    swe.add_argument("--tasks", required=True, help="tasks.jsonl (SWE-bench rows), a `coderl data swe` output dir, "
+                                                    "or builtin (coderl's own task set)")
+    swe.add_argument("--repos", help="directory of git mirrors or tarballs (not needed with --tasks builtin)")
+    swe.add_argument("--out", required=True, help="output directory (resumable)")
+    swe.add_argument("--patches", help="JSONL of {instance_id, model_patch | patch} (SWE-bench predictions)")
+    swe.add_argument("--gold", action="store_true", help="grade each task's own fix (the grader's self-test)")
+    swe.add_argument("--harness", help="agent command run per task in a session sandbox (needs --gateway-socket)")
+    swe.add_argument("--gateway-socket", help="unix socket of a `coderl gateway --auto-session` serving the model")
+    swe.add_argument("--harness-bind", action="append", default=[], help="host path the harness needs, read-only")
+    swe.add_argument("--harness-timeout", type=positive_float, default=1800.0, help="seconds per episode")
+    swe.add_argument("--model", default="coderl-policy", help="model name the harness asks the gateway for")
+    swe.add_argument("--sandbox-url", help="grade through a coderl service (/v1/swe/grade) instead of in-process")
+    swe.add_argument("--concurrency", type=positive_int, default=2, help="tasks graded at once (default 2)")
+    swe.add_argument("--cache", help="snapshots and environments (default: $CODERL_CACHE or ~/.cache/coderl)")
+    swe.add_argument("--find-links", help="wheel directory for the environments (pip --no-index)")
+    swe.add_argument("--limit", type=positive_int, help="the first N tasks only")
+    swe.set_defaults(func=_swe)
     r = sub.add_parser("record", help="put one checkpoint's summary.json into the results table (CSV)",
                        description="One row per step (step,pass@1,easy,medium,hard); a step recorded again replaces "
                                    "its row. `coderl plot eval` draws the table.")
@@ -55,6 +76,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     r.set_defaults(func=_record)
 
 
+
+
+def _swe(args: argparse.Namespace) -> int:
+    import asyncio
+    from pathlib import Path
+
+    from coderl.agent.repo_env import default_cache_dir
+    from coderl.eval.swe import SweEvalConfig, evaluate_swe, exit_code, markdown
+
+    cfg = SweEvalConfig(tasks=args.tasks, out_dir=args.out, cache_dir=Path(args.cache) if args.cache else default_cache_dir(),
+                        repos=args.repos, patches=args.patches, gold=args.gold, harness=args.harness,
+                        gateway_socket=args.gateway_socket, harness_binds=tuple(args.harness_bind),
+                        harness_timeout_s=args.harness_timeout, model=args.model, sandbox_url=args.sandbox_url,
+                        concurrency=args.concurrency, find_links=Path(args.find_links) if args.find_links else None,
+                        limit=args.limit)
+    summary = asyncio.run(evaluate_swe(cfg))
+    print(markdown(summary))
+    return exit_code(summary)
 
 
 def _lcb(args: argparse.Namespace) -> int:

@@ -136,10 +136,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.service = service
     app.add_middleware(Observe, service=service)
     _install_errors(app, service)
-    from coderl.server import compat, native
+    from coderl.server import compat, native, swe
 
     app.include_router(native.router)
     app.include_router(compat.router)
+    app.include_router(swe.router)
     return app
 
 

@@ -1,0 +1,195 @@
+"""`coderl eval swe`: the resolved rate of a task set, for a file of patches or for a served model.
+
+Patches: a JSONL of SWE-bench predictions (``instance_id`` with ``model_patch`` or ``patch``), or
+``--gold`` (each task's own fix: the grader's self-test, which must come out 100%). A task
+without a prediction is ``no_patch`` (unresolved, as SWE-bench counts it).
+
+A served model: ``--harness`` is an agent command (`coderl.agent.harness` placeholders) run in a
+session sandbox over the task's snapshot, whose one way out is the gateway's unix socket
+(``--gateway-socket``, a `coderl gateway --auto-session` listener); its diff is then graded.
+
+Every graded task is appended to ``results.jsonl`` at once (with the diff), so a second run on the
+same ``--out`` resumes: finished tasks are kept, ``sandbox_error`` ones are tried again. The rate
+is resolved / (tasks - sandbox errors), with the errors counted beside it, never as failures.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from coderl.agent.grader import RepoGrader
+from coderl.agent.repo_store import RepoStore
+from coderl.agent.repo_task import RepoTask
+from coderl.data.common import read_rows
+from coderl.errors import BadRequest
+from coderl.sandbox.session import DiffUnavailable, SessionHost
+
+
+@dataclass(frozen=True)
+class SweEvalConfig:
+    tasks: str
+    out_dir: str
+    cache_dir: Path
+    repos: str | None = None
+    patches: str | None = None
+    gold: bool = False
+    harness: str | None = None
+    gateway_socket: str | None = None
+    harness_binds: tuple[str, ...] = ()
+    harness_timeout_s: float = 1800.0
+    model: str = "coderl-policy"
+    sandbox_url: str | None = None
+    concurrency: int = 2
+    find_links: Path | None = None
+    limit: int | None = None
+
+
+def load_tasks(cfg: SweEvalConfig) -> tuple[list[RepoTask], Path]:
+    """The tasks and the repositories directory (``builtin``: coderl's own set, built under --out)."""
+    source, repos = cfg.tasks, cfg.repos
+    if source == "builtin":
+        from coderl.agent.task_set import build_task_set
+
+        built = Path(cfg.out_dir) / "builtin"
+        build_task_set(built)
+        source, repos = str(built / "tasks.jsonl"), str(built / "repos")
+    elif Path(source).is_dir() and (Path(source) / "tasks.jsonl").is_file():
+        source = str(Path(source) / "tasks.jsonl")  # a `coderl data swe` output directory
+    if not repos or not Path(repos).is_dir():
+        raise BadRequest("--repos must name the directory of git mirrors or tarballs the tasks come from")
+    tasks = [RepoTask.from_row(r) for r in read_rows(source, limit=cfg.limit)]
+    if not tasks:
+        raise BadRequest(f"{cfg.tasks}: no tasks")
+    return tasks, Path(repos).resolve()
+
+
+def load_patches(cfg: SweEvalConfig, tasks: list[RepoTask]) -> dict[str, str]:
+    if cfg.gold:
+        return {t.instance_id: t.gold_patch for t in tasks}
+    assert cfg.patches is not None
+    out = {}
+    for row in read_rows(cfg.patches):
+        if not isinstance(row, dict) or "instance_id" not in row:
+            raise BadRequest(f"{cfg.patches}: every line needs an instance_id")
+        out[str(row["instance_id"])] = str(row.get("model_patch") or row.get("patch") or "")
+    return out
+
+
+async def evaluate_swe(cfg: SweEvalConfig) -> dict[str, Any]:
+    modes = sum(bool(x) for x in (cfg.patches, cfg.gold, cfg.harness))
+    if modes != 1:
+        raise BadRequest("give exactly one of --patches, --gold or --harness")
+    if cfg.harness and not cfg.gateway_socket:
+        raise BadRequest("--harness needs --gateway-socket (a `coderl gateway --auto-session` unix listener)")
+    if cfg.harness and cfg.sandbox_url:
+        raise BadRequest("--harness runs its sessions on this machine: drop --sandbox-url")
+    tasks, repos = load_tasks(cfg)
+    patches = None if cfg.harness else load_patches(cfg, tasks)
+    out = Path(cfg.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    results_path = out / "results.jsonl"
+    done = {r["instance_id"]: r for r in _records(results_path) if r.get("status") != "sandbox_error"}
+    todo = [t for t in tasks if t.instance_id not in done]
+    store = RepoStore(repos, cfg.cache_dir)
+    bar = tqdm(total=len(tasks), initial=len(tasks) - len(todo), desc="swe", unit=" tasks")
+    gate = asyncio.Semaphore(cfg.concurrency)
+    async with SessionHost() as host:
+        grader = RepoGrader(host, store, env_cache=cfg.cache_dir, find_links=cfg.find_links,
+                            concurrency=cfg.concurrency)
+        client = None
+        if cfg.sandbox_url:
+            from coderl.client import SandboxClient
+
+            client = SandboxClient(cfg.sandbox_url.split(","), timeout_s=3600.0)
+
+        async def one(task: RepoTask) -> None:
+            async with gate:
+                if patches is not None:
+                    diff, extra = patches.get(task.instance_id), {}
+                else:
+                    diff, extra = await _run_agent(cfg, host, grader, task)
+                if diff is None:
+                    record = {"instance_id": task.instance_id, "status": "no_patch", "reward": 0.0, "resolved": False}
+                elif client is not None:
+                    (record,) = await client.grade_swe([{"task": task.to_row(), "patch": diff}])
+                else:
+                    record = (await grader.grade(task, diff)).to_dict()
+                record = {**record, **extra, "patch": diff}
+            with results_path.open("a") as fh:
+                fh.write(json.dumps(record) + "\n")
+            done[task.instance_id] = record
+            bar.update(1)
+
+        try:
+            await asyncio.gather(*(one(t) for t in todo))
+        finally:
+            bar.close()
+            if client is not None:
+                await client.aclose()
+    summary = summarize([done[t.instance_id] for t in tasks if t.instance_id in done])
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True))
+    (out / "summary.md").write_text(markdown(summary) + "\n")
+    return summary
+
+
+async def _run_agent(cfg: SweEvalConfig, host: SessionHost, grader: RepoGrader,
+                     task: RepoTask) -> tuple[str | None, dict[str, Any]]:
+    """The harness on the task in a session sandbox; its diff (None when it left none)."""
+    from coderl.agent.harness import run_in_sandbox
+    from coderl.data.swe import prompt_of
+
+    snapshot, env = await grader.prepare(task)
+    assert cfg.harness is not None and cfg.gateway_socket is not None
+    try:
+        result = await run_in_sandbox(cfg.harness, host=host, repo_dir=snapshot, task=prompt_of(task)[0]["content"],
+                                      gateway_socket=cfg.gateway_socket, session_id=f"swe-{uuid.uuid4().hex}",
+                                      model=cfg.model, timeout_s=cfg.harness_timeout_s,
+                                      harness_binds=cfg.harness_binds, env_dir=env, capture_diff=True)
+    except DiffUnavailable as exc:
+        return "", {"agent_message": str(exc)}
+    return result.diff, {"agent_exit_code": result.exit_code, "agent_timed_out": result.timed_out}
+
+
+def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
+    statuses = Counter(r.get("status", "error") for r in records)
+    errors = statuses.get("sandbox_error", 0) + sum(1 for r in records if "error" in r and "status" not in r)
+    scored = len(records) - errors
+    resolved = statuses.get("resolved", 0)
+    return {"tasks": len(records), "resolved": resolved, "sandbox_errors": errors,
+            "resolved_rate": resolved / scored if scored else None, "statuses": dict(statuses),
+            "tests_touched": sum(1 for r in records if r.get("tests_touched"))}
+
+
+def markdown(summary: dict[str, Any]) -> str:
+    rate = summary["resolved_rate"]
+    lines = ["| tasks | resolved | resolved rate | sandbox errors | diffs touching tests |", "|---|---|---|---|---|",
+             f"| {summary['tasks']} | {summary['resolved']} | {'n/a' if rate is None else f'{100 * rate:.1f}%'} "
+             f"| {summary['sandbox_errors']} | {summary['tests_touched']} |"]
+    lines.append("statuses: " + ", ".join(f"{k} {v}" for k, v in sorted(summary["statuses"].items())))
+    return "\n".join(lines)
+
+
+def exit_code(summary: dict[str, Any]) -> int:
+    """1 while sandbox errors are left unscored (run again to retry them)."""
+    return 1 if summary["sandbox_errors"] else 0
+
+
+def _records(path: Path) -> list[dict[str, Any]]:
+    if not path.is_file():
+        return []
+    out = []
+    for line in path.read_text().splitlines():
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:  # a line cut by an interrupted run
+            continue
+    return out
+
