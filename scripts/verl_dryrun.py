@@ -12,7 +12,9 @@ SFT: the config dataclasses `SFTTrainer` builds (model, engine, optim, checkpoin
 the data columns. Keys added with ``+`` cannot be checked against verl's schema: they are listed.
 
 Missing data/model files are warnings (a fresh checkout has none yet; a tiny built-in model stands
-in where verl must read a model), or errors with --strict.
+in where verl must read a model, and the report says so next to the configured path), or errors
+with --strict. The stand-in (and the Qwen tokenizer it uses) is built once into the cache dir,
+``$CODERL_CACHE`` or ``/tmp/coderl-cache`` (`coderl.data.qwen_tokenizer.cache_dir`).
 
     python scripts/verl_dryrun.py {rl,sft} [--strict] [hydra overrides...]
 """
@@ -153,6 +155,13 @@ def stand_in_model() -> str:
     return str(build_tiny_model())
 
 
+def model_line(configured: str, used: str) -> str:
+    """The configured model, and where it is missing here, that a stand-in checked the config."""
+    if configured == str(used):
+        return configured
+    return f"{configured} (not on this machine: a tiny stand-in model, {used}, checked the config)"
+
+
 def _files(value: Any) -> list[str]:
     if value is None:
         return []
@@ -191,6 +200,7 @@ def check_rl(overrides: list[str], strict: bool, problems: list[str]) -> dict[st
     from verl.trainer.ppo.utils import need_critic, need_reference_policy
 
     models = ["actor_rollout_ref.model"] + (["critic.model"] if need_critic(cfg) else [])
+    configured = str(cfg.actor_rollout_ref.model.path)
     for node in models:
         if missing(OmegaConf.select(cfg, f"{node}.path"), node.replace(".", " "), strict, problems):
             with open_dict(cfg):
@@ -215,7 +225,7 @@ def check_rl(overrides: list[str], strict: bool, problems: list[str]) -> dict[st
     kwargs = cfg.reward.custom_reward_function.get("reward_kwargs") or {}
     return {
         "trainer": f"{cfg.trainer.nnodes} node(s) x {cfg.trainer.n_gpus_per_node} {cfg.trainer.device}",
-        "model": cfg.actor_rollout_ref.model.path,
+        "model": model_line(configured, cfg.actor_rollout_ref.model.path),
         "algorithm": f"{cfg.algorithm.adv_estimator}, kl_loss={actor.use_kl_loss} ({actor.kl_loss_type}, "
                      f"{actor.kl_loss_coef}), clip {actor.clip_ratio_low}/{actor.clip_ratio_high}, lr {actor.optim.lr}",
         "batch": f"{cfg.data.train_batch_size} prompts x n={rollout.n}, mini-batch {actor.ppo_mini_batch_size}",
@@ -323,6 +333,7 @@ def check_sft(overrides: list[str], strict: bool, problems: list[str]) -> dict[s
 
     cfg = compose("sft_trainer_engine", overrides)
     check_overrides("sft_trainer_engine", cfg, overrides, problems)
+    configured = str(cfg.model.path)
     if missing(cfg.model.path, "model", strict, problems):
         with open_dict(cfg):
             cfg.model.path = stand_in_model()
@@ -337,7 +348,7 @@ def check_sft(overrides: list[str], strict: bool, problems: list[str]) -> dict[s
         verl_check(section, omega_conf_to_dataclass, cfg[section])
     return {
         "trainer": f"{cfg.trainer.nnodes} node(s) x {cfg.trainer.n_gpus_per_node} {cfg.trainer.device}",
-        "model": cfg.model.path,
+        "model": model_line(configured, cfg.model.path),
         "engine": f"{cfg.engine.strategy}, ulysses {cfg.engine.get('ulysses_sequence_parallel_size', 1)}",
         "data": f"{_files(cfg.data.train_files)}, messages_key={key}, tools_key={cfg.data.get('tools_key')}",
         "batch": f"{cfg.data.train_batch_size}, micro {cfg.data.micro_batch_size_per_gpu}, max_length {cfg.data.max_length}",

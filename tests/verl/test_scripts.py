@@ -26,6 +26,8 @@ def test_rl_dry_run_passes_with_warnings_for_missing_files():
     for key in ("grpo", "low_var_kl", "tool_agent", "hermes", "NaiveRewardManager", "code_reward.py:compute_score",
                 "code_interpreter", "128 prompts x n=8"):
         assert key in done.stdout
+    model = next(line for line in done.stdout.splitlines() if line.strip().startswith("model "))
+    assert "checkpoints/sft/merged" in model and "a tiny stand-in model" in model, model  # configured, and who checked
 
 
 def test_rl_dry_run_names_a_misspelled_key():
@@ -47,6 +49,7 @@ def test_sft_dry_run():
     done = script("run_toolcall_sft.sh", "--dry-run")
     assert done.returncode == 0, done.stderr[-2000:]
     assert "dry-run: OK (sft)" in done.stdout and "fsdp2" in done.stdout
+    assert "a tiny stand-in model" in done.stdout
     bad = script("run_toolcall_sft.sh", "--dry-run", "data.multiturn.enable=true")  # the seed's old key
     assert bad.returncode == 1 and "multiturn" in bad.stderr
 
