@@ -189,6 +189,18 @@ def test_symlinks_in_the_diff_are_links_not_contents(repo):
     run(body)
 
 
+def test_commands_cannot_reach_pid_1(repo):
+    """PID 1 is non-dumpable: no command writes into its protocol pipe or its memory, and the
+    signals a command sends it are ignored; the session goes on answering truly."""
+    async def body(host):
+        async with await host.open(repo, limits=LIMITS) as s:
+            r = await s.exec("printf 'junk' > /proc/1/fd/1; cat /proc/1/environ; head -c 1 /proc/1/mem; "
+                             "kill -9 1; kill -STOP 1; echo done")
+            assert r.stdout == "done\n" and r.stderr.count("ermission denied") >= 3, r
+            assert (await s.exec("echo alive")).stdout == "alive\n"
+    run(body)
+
+
 def test_git_history_stops_at_the_snapshot(repo):
     async def body(host):
         async with await host.open(repo, limits=LIMITS) as s:

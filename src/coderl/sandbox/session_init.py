@@ -21,17 +21,17 @@ the episode's only way out (the model gateway).
 
 from __future__ import annotations
 
+import _json  # the C half of json: frames without importing json (and re, enum, ...) at start
 import os
 import resource
 import select
-import socket
 import stat
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import reap  # noqa: E402 - the modules beside this file (``/coderl`` in the sandbox)
-from wire import encode_frame, read_frame, write_all  # noqa: E402
+from wire import HEADER, MAX_HEADER, read_exact, write_all  # noqa: E402
 
 del sys.path[0]
 
@@ -39,6 +39,42 @@ PROTO_IN, PROTO_OUT = 0, 1
 SHELL = "/bin/bash"
 DRAIN_AFTER_EXIT_S = 0.2  # output still in the pipes once the command exited (a background writer holds them)
 _FORWARDERS: set[int] = set()
+
+
+def _not_json(obj: object) -> object:
+    raise TypeError(f"cannot encode {type(obj).__name__}")
+
+
+class _Scanner:  # what _json.make_scanner reads from json.JSONDecoder
+    strict, object_hook, object_pairs_hook, parse_float, parse_int = True, None, None, float, int
+    parse_constant = staticmethod(float)
+
+
+_ENCODE = _json.make_encoder(None, _not_json, _json.encode_basestring_ascii, None, ":", ",", False, False, False)
+_SCAN = _json.make_scanner(_Scanner())
+
+
+def encode_frame(header: dict, blobs: list[bytes] = ()) -> bytes:  # type: ignore[assignment]
+    """``wire.encode_frame``, with the json module's C encoder."""
+    raw = "".join(_ENCODE({**header, "blobs": [len(b) for b in blobs]}, 0)).encode()
+    return b"".join([HEADER.pack(len(raw)), raw, *blobs])
+
+
+def read_frame(fd: int) -> tuple[dict, list[bytes]]:
+    """``wire.read_frame``, with the json module's C scanner."""
+    (size,) = HEADER.unpack(read_exact(fd, HEADER.size))
+    if size > MAX_HEADER:
+        raise ValueError(f"frame header too large: {size}")
+    header = _SCAN(read_exact(fd, size).decode(), 0)[0]
+    return header, [read_exact(fd, n) for n in header.get("blobs", [])]
+
+
+def _private() -> None:
+    """Non-dumpable: a command of the same uid cannot read or write PID 1 through /proc/1/mem or
+    inject frames into its protocol pipes through /proc/1/fd (ptrace itself is denied by seccomp)."""
+    import ctypes
+
+    ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0
 
 
 def _limits(rl: dict) -> None:
@@ -166,6 +202,8 @@ def do_listdir(req: dict) -> tuple[dict, list[bytes]]:
 
 def do_forward(req: dict) -> tuple[dict, list[bytes]]:
     """Start the relay 127.0.0.1:port -> the bound unix socket, in a process of its own."""
+    import socket  # here, not at the top: most episodes have no gateway, and it costs PID 1's start
+
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", int(req["port"])))
@@ -181,8 +219,10 @@ def do_forward(req: dict) -> tuple[dict, list[bytes]]:
     return {"pid": pid}, []
 
 
-def _relay(listener: socket.socket, target: str) -> None:
-    pairs: dict[socket.socket, socket.socket] = {}
+def _relay(listener, target: str) -> None:  # type: ignore[no-untyped-def]
+    import socket
+
+    pairs: dict = {}
     while True:
         ready, _, _ = select.select([listener, *pairs], [], [])
         for sock in ready:
@@ -213,6 +253,7 @@ def _relay(listener: socket.socket, target: str) -> None:
 
 
 def serve() -> None:
+    _private()
     write_all(PROTO_OUT, encode_frame({"ready": True, "pid": os.getpid()}))
     ops = {"exec": lambda h, b: do_exec(h, b[0] if b else b""), "read": lambda h, b: do_read(h),
            "write": lambda h, b: do_write(h, b[0] if b else b""), "listdir": lambda h, b: do_listdir(h),
