@@ -109,3 +109,22 @@ def test_apply_failures_are_the_agents_and_infrastructure_failures_are_not(task_
     assert escape_r.status == "apply_failed" and "owned" not in Path("/etc/passwd").read_text()
     assert (repo_r.status, repo_r.reward) == ("sandbox_error", None) and "nobody/nowhere" in repo_r.message
     assert (env_r.status, env_r.reward) == ("sandbox_error", None) and "coderl-no-such-package" in env_r.message
+
+
+def test_grade_episode_from_a_data_swe_row(task_set):
+    from coderl.agent.grader import grade_episode
+    from coderl.data.swe import swe_row
+
+    root, tasks = task_set
+    t = tasks["lru"]
+    store = RepoStore(root / "repos", root / "cache")
+    row = swe_row(t, store.snapshot(t.repo, t.base_commit), None, root / "repos", root / "cache")
+
+    async def main():
+        async with SessionHost() as host:
+            return await asyncio.gather(grade_episode(host, row["extra_info"], t.gold_patch),
+                                        grade_episode(host, row["extra_info"], None),
+                                        grade_episode(host, {"instance_id": "x"}, t.gold_patch))
+
+    gold, nothing, broken = asyncio.run(main())
+    assert (gold.status, nothing.status, broken.status) == ("resolved", "unresolved", "sandbox_error")

@@ -24,6 +24,7 @@ direct routes (editing or skipping the tests).
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import shlex
 import time
@@ -31,9 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from coderl.agent.patch import MalformedDiff, without_files
-from coderl.agent.repo_env import EnvBuildError, build_env
+from coderl.agent.repo_env import EnvBuildError, build_env, default_cache_dir
 from coderl.agent.repo_store import RepoStore, RepoUnavailable
-from coderl.agent.repo_task import RepoTask
+from coderl.agent.repo_task import InvalidTask, RepoTask
 from coderl.errors import SandboxError
 from coderl.sandbox.session import Session, SessionHost, SessionLimits
 
@@ -166,3 +167,24 @@ async def _apply(session: Session, diff: str, path: str) -> str:
     if fallback.ok:
         return ""
     return (run.stderr or run.stdout).strip()[-500:]
+
+
+_graders: dict[tuple[int, str, str], RepoGrader] = {}
+
+
+async def grade_episode(host: SessionHost, extra_info: dict, diff: str | None) -> GradeResult:
+    """Grade an agent episode's diff from a `coderl data swe` row's ``extra_info`` (the agent loop's
+    ``score: repo``): the task travels in ``extra_info["task"]``, the repositories and cache in
+    ``repos_dir`` / ``cache_dir``. One grader per (host, directories), so its concurrency holds
+    across the loop's episodes. A row without a readable task is a ``sandbox_error`` (the data's
+    fault, never the agent's); no diff (the harness never got as far) grades as an empty one."""
+    try:
+        task = RepoTask.from_row(json.loads(extra_info["task"]))
+    except (KeyError, TypeError, ValueError, InvalidTask) as exc:
+        return GradeResult(instance_id=str(extra_info.get("instance_id", "")), status="sandbox_error", reward=None,
+                           message=f"the row carries no readable task: {exc}")
+    key = (id(host), str(extra_info.get("repos_dir", "")), str(extra_info.get("cache_dir", "")))
+    if key not in _graders:
+        cache = Path(key[2]) if key[2] else default_cache_dir()
+        _graders[key] = RepoGrader(host, RepoStore(Path(key[1]), cache), env_cache=cache)
+    return await _graders[key].grade(task, diff or "")

@@ -46,7 +46,9 @@ class EpisodeLayer:
         self._mounted: list[str] = []
         root.mkdir(parents=True)
         try:
-            _mount("coderl-episode", str(root), "tmpfs", f"size={disk_mb}m,mode=0755")
+            # inodes capped too (one per 4 KiB of the size): a tmpfs's default is half of RAM's pages,
+            # and millions of empty files cost kernel memory no size limit counts
+            _mount("coderl-episode", str(root), "tmpfs", f"size={disk_mb}m,nr_inodes={disk_mb * 256},mode=0755")
             self._mounted.append(str(root))
             for d in (self.upper, self.work, self.merged):
                 d.mkdir()
