@@ -13,7 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from coderl.sandbox.session import GATEWAY_SOCKET, EditRejected, SessionError, SessionHost, SessionLimits
+from coderl.errors import BadRequest
+from coderl.sandbox.session import (
+    GATEWAY_SOCKET,
+    DiffUnavailable,
+    EditRejected,
+    SessionError,
+    SessionHost,
+    SessionLimits,
+)
 
 LIMITS = SessionLimits(episode_s=120, exec_s=20, memory_mb=512, max_processes=64, output_kb=64, disk_mb=32)
 
@@ -206,4 +214,15 @@ def test_git_history_stops_at_the_snapshot(repo):
         async with await host.open(repo, limits=LIMITS) as s:
             r = await s.exec("git log --all --oneline | wc -l")
             assert r.stdout.strip() == "1"
+    run(body)
+
+
+def test_unreadable_files_make_no_diff_and_a_missing_gateway_is_named(repo, tmp_path):
+    async def body(host):
+        with pytest.raises(BadRequest, match="gateway socket"):
+            await host.open(repo, limits=LIMITS, gateway_socket=str(tmp_path / "nothing.sock"))
+        async with await host.open(repo, limits=LIMITS) as s:
+            await s.exec("echo secret > hidden.py; chmod 000 hidden.py")
+            with pytest.raises(DiffUnavailable, match="hidden.py"):
+                await s.finish()
     run(body)

@@ -49,6 +49,7 @@ import contextlib
 import itertools
 import json
 import os
+import stat
 import tempfile
 import time
 from collections.abc import Sequence
@@ -295,6 +296,23 @@ class Session:
             return reply, out
 
 
+async def _stderr_of(proc: asyncio.subprocess.Process | None) -> str:
+    """What bubblewrap (or PID 1) said before it died, for the error message."""
+    if proc is None or proc.stderr is None:
+        return ""
+    with contextlib.suppress(Exception):
+        async with asyncio.timeout(1):
+            return (await proc.stderr.read(2000)).decode("utf-8", "replace").strip()
+    return ""
+
+
+def _mode(path: str) -> int:
+    try:
+        return os.stat(path).st_mode
+    except OSError:
+        return 0
+
+
 async def _read_frame(stream: asyncio.StreamReader) -> tuple[dict, list[bytes]]:
     (size,) = HEADER.unpack(await stream.readexactly(HEADER.size))
     if size > MAX_HEADER:
@@ -355,6 +373,8 @@ class SessionHost:
             raise BadRequest(f"{repo_dir} is not a git work tree with a .git directory")
         if gateway_port is not None and gateway_socket is None:
             raise BadRequest("gateway_port needs gateway_socket")
+        if gateway_socket is not None and not stat.S_ISSOCK(_mode(gateway_socket)):
+            raise BadRequest(f"gateway socket {gateway_socket} is not a listening unix socket (is the gateway up?)")
         n = next(self._ids)
         sid = f"{os.getpid()}-{n}"
         layer = overlay.EpisodeLayer(self.base_dir / sid, repo_dir.resolve(), limits.disk_mb)
@@ -388,8 +408,9 @@ class SessionHost:
             if gateway_port is not None:
                 await session._call({"op": "forward", "port": gateway_port, "socket": GATEWAY_SOCKET}, [], _GRACE_S)
         except (TimeoutError, asyncio.IncompleteReadError, ValueError, SessionError) as exc:
+            why = await _stderr_of(session._proc)
             await session.close()
-            raise SessionError(f"session {sid} did not start: {exc}") from exc
+            raise SessionError(f"session {sid} did not start: {why or exc}") from exc
         session.started_s = time.monotonic() - t0
         return session
 
@@ -431,7 +452,7 @@ class SessionHost:
         try:
             proc = await asyncio.create_subprocess_exec(
                 *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.DEVNULL, pass_fds=(fd,), env=env, limit=1 << 24, start_new_session=True)
+                stderr=asyncio.subprocess.PIPE, pass_fds=(fd,), env=env, limit=1 << 24, start_new_session=True)
         except OSError as exc:
             if oom_fd is not None:
                 os.close(oom_fd)
@@ -448,9 +469,11 @@ class SessionHost:
         script = (
             # an index without stat data (read-tree): every file is compared by content, since an
             # edit in the second of the checkout that keeps the size would pass a stat check
-            f"set -e; mkdir -p /tmp/objects; {' '.join(git)} read-tree HEAD; "
-            f"{' '.join(git)} add -A; "
+            # (git's complaints go to a file: only their tail reaches the pipe, which nobody drains)
+            f"exec 3>&2 2>/tmp/err; mkdir -p /tmp/objects && {' '.join(git)} read-tree HEAD && "
+            f"{' '.join(git)} add -A && "
             f"{' '.join(git)} diff --cached --binary --no-color --no-ext-diff --no-textconv --no-renames HEAD"
+            " || { s=$?; tail -c 400 /tmp/err >&3; exit $s; }"
         )
         env = {"GIT_DIR": "/git", "GIT_WORK_TREE": REPO, "GIT_INDEX_FILE": "/tmp/index",
                "GIT_OBJECT_DIRECTORY": "/tmp/objects", "GIT_ALTERNATE_OBJECT_DIRECTORIES": "/git/objects",
@@ -479,5 +502,6 @@ class SessionHost:
                     os.killpg(proc.pid, 9)
                 await proc.wait()
         if code != 0:
-            raise DiffUnavailable(f"git could not read the episode's files (exit {code})")
+            why = await _stderr_of(proc)
+            raise DiffUnavailable(f"git could not read the episode's files (exit {code}): {why}")
         return data.decode("utf-8", "surrogateescape")
