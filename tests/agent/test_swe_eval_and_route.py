@@ -76,3 +76,48 @@ def test_grade_route_without_repositories_is_a_400(monkeypatch):
 
     with running_service(slots=1) as url, pytest.raises(BadRequest, match="CODERL_SWE_REPOS"):
         asyncio.run(main(url))
+
+
+HARNESS = '''import json, os, subprocess, urllib.request
+task = open(os.environ["CODERL_TASK_FILE"]).read()
+req = urllib.request.Request(os.environ["OPENAI_BASE_URL"] + "/chat/completions",
+    data=json.dumps({"model": os.environ["CODERL_MODEL"], "messages": [{"role": "user", "content": task}]}).encode(),
+    headers={"Content-Type": "application/json", "Authorization": "Bearer " + os.environ["OPENAI_API_KEY"]})
+answer = json.loads(urllib.request.urlopen(req, timeout=120).read())["choices"][0]["message"]["content"]
+open("/tmp/answer.diff", "w").write(answer.strip() + "\\n")
+subprocess.run(["git", "apply", "/tmp/answer.diff"], check=True)
+'''
+
+
+def test_eval_swe_with_a_harness_through_the_gateway(task_set, tmp_path):
+    """A served "model" (the gateway's replay backend answering with the task's fix as a diff) and a
+    minimal harness (asks the model, applies its answer) in a session sandbox whose one way out is
+    the gateway's unix socket; the episode's diff is captured and graded: resolved."""
+    import time
+
+    from coderl.data.qwen_tokenizer import build_qwen_tokenizer
+
+    root, tasks = task_set
+    (tmp_path / "harness.py").write_text(HARNESS)
+    (tmp_path / "replay.jsonl").write_text(json.dumps({"text": tasks[0].gold_patch}) + "\n")
+    sock = tmp_path / "gw.sock"
+    gateway = subprocess.Popen([sys.executable, "-m", "coderl.cli", "gateway", "--tokenizer", build_qwen_tokenizer(),
+                                "--backend", "replay", "--replay", str(tmp_path / "replay.jsonl"), "--listen",
+                                f"unix:{sock}", "--auto-session"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               start_new_session=True)
+    try:
+        deadline = time.monotonic() + 180
+        while not sock.exists():
+            assert gateway.poll() is None and time.monotonic() < deadline, "the gateway did not start"
+            time.sleep(0.5)
+        out = tmp_path / "out"
+        run = _eval("--tasks", str(root / "tasks.jsonl"), "--repos", str(root / "repos"), "--limit", "1",
+                    "--harness", f"python3 {tmp_path / 'harness.py'}", "--harness-bind", str(tmp_path / "harness.py"),
+                    "--gateway-socket", str(sock), "--out", str(out))
+        assert run.returncode == 0, run.stderr
+        (record,) = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+        assert (record["status"], record["agent_exit_code"]) == ("resolved", 0), record
+        assert "merged[-1][1]" in record["patch"]
+    finally:
+        os.killpg(gateway.pid, 15)
+        gateway.wait(30)
