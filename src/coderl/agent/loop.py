@@ -104,7 +104,8 @@ class GatewayAgentLoop(AgentLoopBase):
         try:
             result = await self._run_harness(workdir, task, sid, served, socket_path, kwargs)
             extra.update(agent_exit_code=-1 if result.exit_code is None else result.exit_code,
-                         agent_timed_out=int(result.timed_out), agent_isolation=result.isolation)
+                         agent_timed_out=int(result.timed_out), agent_isolation=result.isolation,
+                         agent_output_tail=result.output_tail[-2000:])
         except CoderlError as exc:  # the sandbox failed to start or died: our fault
             extra.update(sandbox_error=1, agent_error=f"{type(exc).__name__}: {exc}"[:500])
             logger.warning("coderl agent episode %s: %s", sid, exc)
