@@ -1,0 +1,3 @@
+read a b
+echo "no such thing" >&2
+exit 3

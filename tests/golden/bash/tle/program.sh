@@ -1,0 +1,2 @@
+x=0
+while true; do x=$((x + 1)); done

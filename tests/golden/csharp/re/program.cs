@@ -1,0 +1,2 @@
+using System;
+class P { static void Main() { throw new InvalidOperationException("bad input"); } }

@@ -1,0 +1,2 @@
+import std.stdio;
+void main() { int x = "s"; writeln(x); }

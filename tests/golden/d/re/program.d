@@ -1,0 +1,1 @@
+void main() { throw new Exception("bad input"); }

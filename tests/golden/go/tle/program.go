@@ -1,0 +1,2 @@
+package main
+func main() { x := 0; for { x++ } }

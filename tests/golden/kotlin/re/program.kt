@@ -1,0 +1,1 @@
+fun main() { throw IllegalStateException("bad input") }

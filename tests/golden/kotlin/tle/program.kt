@@ -1,0 +1,1 @@
+fun main() { var x = 0L; while (true) x++ }

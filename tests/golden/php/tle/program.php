@@ -1,0 +1,3 @@
+<?php
+$x = 0;
+while (true) { $x++; }

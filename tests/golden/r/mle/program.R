@@ -1,0 +1,2 @@
+x <- numeric(6e8)
+cat(length(x), "\n")

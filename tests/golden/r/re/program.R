@@ -1,0 +1,2 @@
+v <- scan(file("stdin"), quiet = TRUE)
+stop("bad input")

@@ -1,0 +1,2 @@
+v <- scan(file("stdin"), quiet = TRUE)
+cat(v[1] * v[2], "\n", sep = "")

@@ -1,0 +1,3 @@
+#lang racket/base
+(define a (read))
+(displayln (+ a undefined-name))

@@ -1,0 +1,2 @@
+#lang racket/base
+(let loop ([x 0]) (loop (add1 x)))

@@ -1,0 +1,1 @@
+object Main { def main(args: Array[String]): Unit = { val x: Int = "s"; println(x) } }

@@ -1,0 +1,2 @@
+let x: number = 0;
+for (;;) x++;

@@ -1,0 +1,5 @@
+module main;
+  initial begin
+    $display("%0d", undeclared_wire)
+  end
+endmodule

@@ -1,0 +1,5 @@
+module main;
+  initial begin
+    $fatal(1, "bad input");
+  end
+endmodule

@@ -1,0 +1,4 @@
+module main;
+  reg clk = 0;
+  always #1 clk = ~clk;
+endmodule
