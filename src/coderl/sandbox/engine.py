@@ -15,7 +15,7 @@ import os
 import time
 from collections.abc import Callable, Sequence
 
-from coderl.errors import BadRequest, IsolationUnavailable, SlotFailure
+from coderl.errors import BadRequest, DeadlineExceeded, IsolationUnavailable, SlotFailure
 from coderl.sandbox import isolation, languages, probe, seccomp
 from coderl.sandbox.cgroups import CgroupManager
 from coderl.sandbox.languages import Language, LanguageInfo
@@ -104,15 +104,20 @@ class Engine:
     # ------------------------------------------------------------------ work
     async def execute(self, program: Program, inputs: Sequence[bytes | RunInput], limits: Limits = Limits(),
                       *, compile_limits: Limits | None = None, stop: StopRule | None = None,
-                      total_time_s: float | None = None) -> Execution:
+                      total_time_s: float | None = None, queue_timeout_s: float | None = None) -> Execution:
         """Compile once, run every input in order; one record per input (skipped after ``stop``
-        says so or the total budget is spent)."""
+        says so or the total budget is spent). ``queue_timeout_s``: the longest wait for a free
+        slot, past which DeadlineExceeded (nothing has run; the caller may retry)."""
         lang = self.language(program.language)
         if self._idle is None:
             raise SlotFailure("engine is not started")
         runs = [i if isinstance(i, RunInput) else RunInput(stdin=bytes(i)) for i in inputs]
         started = time.monotonic()
-        slot = await self._idle.get()
+        try:  # a wait_for that times out as the slot arrives returns it, so no slot is lost
+            slot = await asyncio.wait_for(self._idle.get(), queue_timeout_s)
+        except TimeoutError:
+            raise DeadlineExceeded(f"no sandbox slot came free within {queue_timeout_s:g} s "
+                                   f"({self.size} slots, all busy); retry") from None
         self.busy += 1
         try:
             slot, execution = await self._execute_in(slot, lang, program, runs, limits,

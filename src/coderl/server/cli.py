@@ -17,6 +17,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="bwrap (default) or none: NO security boundary, reported in every response")
     p.add_argument("--queue", type=int, help="submissions admitted at once before 429 (CODERL_QUEUE, default 512)")
     p.add_argument("--max-body-mb", type=float, help="largest request body (CODERL_MAX_BODY_MB, default 64)")
+    p.add_argument("--queue-wait-s", type=float,
+                   help="/run_code: longest wait for a free slot before a 504, which verl retries (default 8)")
     p.add_argument("--default-memory-mb", type=int, help="memory limit when a request gives none (default 1024)")
     p.add_argument("--log-level", choices=("debug", "info", "warning", "error"))
     p.add_argument("--ray", action="store_true", default=os.environ.get("CODERL_RAY", "").lower() in ("1", "true"),
@@ -37,7 +39,7 @@ def _serve(args: argparse.Namespace) -> int:
     from coderl.server.settings import Settings
 
     settings = Settings.from_env(host=args.host, port=args.port, slots=args.slots, isolation=args.isolation,
-                                 queue=args.queue, max_body_mb=args.max_body_mb,
+                                 queue=args.queue, max_body_mb=args.max_body_mb, queue_wait_s=args.queue_wait_s,
                                  default_memory_mb=args.default_memory_mb, log_level=args.log_level)
     if settings.isolation == "bwrap" and (problem := isolation_problem()):
         raise IsolationUnavailable(f"{problem}; refusing to start without isolation "

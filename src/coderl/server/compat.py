@@ -52,11 +52,13 @@ async def run_code(body: RunCodeRequest, request: Request) -> dict[str, Any]:
     fetch = tuple(path for path in body.fetch_files if _inside_work_dir(path))
     run_input = RunInput(stdin=(body.stdin or "").encode(), files=files, fetch=fetch)
     # verl's SandboxFusion client retries a 504 and scores any other error as a failed case, so a
-    # full queue answers 504 here (the native API answers 429).
+    # full queue answers 504 here (the native API answers 429), and so does a request that found
+    # no free slot within queue_wait_s: answered before verl's read timeout, with nothing run.
     with service.admission.admit(when_full=DeadlineExceeded):
         ex = await cancel_on_disconnect(
             request, service.engine.execute(Program(language, body.code), [run_input], limits,
-                                            compile_limits=compile_limits),
+                                            compile_limits=compile_limits,
+                                            queue_timeout_s=service.settings.queue_wait_s),
             service.settings.request_timeout_s)
     return {**_exec_info(ex, language, service), **service.meta()}
 

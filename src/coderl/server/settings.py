@@ -17,6 +17,9 @@ class Settings:
     max_body_mb: float = 64.0
     default_memory_mb: int = 1024
     request_timeout_s: float = 600.0
+    # how long a SandboxFusion /run_code request waits for a free slot before a 504 (which verl's
+    # client retries); within verl's read timeout, compile_timeout + run_timeout + 10 s
+    queue_wait_s: float = 8.0
     log_level: str = "info"
 
     @classmethod
@@ -39,8 +42,8 @@ class Settings:
             raise ValueError(f"port must be 1..65535, got {self.port}")
         if self.slots is not None and self.slots < 1:
             raise ValueError("slots must be >= 1")
-        if self.queue < 1 or self.max_body_mb <= 0:
-            raise ValueError("queue and max_body_mb must be positive")
+        if self.queue < 1 or self.max_body_mb <= 0 or self.queue_wait_s <= 0:
+            raise ValueError("queue, max_body_mb and queue_wait_s must be positive")
 
 
 def _convert(name: str, raw: str, kind: object) -> object:
