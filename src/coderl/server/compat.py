@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import dataclasses
 import binascii
+import dataclasses
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -19,8 +19,8 @@ from coderl.judge import Checker, Submission, Verdict, extract_code, worst
 from coderl.judge.judge import CaseResult
 from coderl.judge.result import STATUS_VERDICT
 from coderl.sandbox import CompileResult, Limits, Program, RunInput, RunResult, RunStatus
-from coderl.sandbox.program import check_paths
 from coderl.sandbox.engine import COMPILE_LIMITS
+from coderl.sandbox.program import check_paths
 from coderl.server.app import cancel_on_disconnect, service_of
 from coderl.server.models import EvalRequest, RunCodeRequest
 from coderl.server.scalebox import AssertPrograms, read_tests
