@@ -114,6 +114,28 @@ def test_lcb_window_release_and_restricted_unpickler(tmp_path, judge):
     assert meta["problems"] == 2 and meta["release"] == "v5"
 
 
+def test_lcb_builds_from_sandboxfusion_rows_with_the_date_filter_off(tmp_path, judge):
+    """The LiveCodeBench rows in ../shared/data (SandboxFusion's copy: no contest_date) are refused
+    under the default window with the way out named, and build with --no-date-filter / `all`."""
+    source = SHARED / "sandboxfusion-samples" / "code_eval_live_code_bench_v1.jsonl"
+    if not source.exists():
+        pytest.skip("../shared/data not present")
+    with pytest.raises(BadRequest, match="--no-date-filter"):
+        build_lcb(str(source), tmp_path / "refused")
+    report = build_lcb(str(source), tmp_path / "out", start_date="all", end_date=None)
+    assert report.kept == 3
+    problems = {p["question_id"]: p for p in map(json.loads, (tmp_path / "out" / "problems.jsonl").open())}
+    leetcode = problems["leetcode/2727"]
+    assert leetcode["fn_name"] == "countSeniors" and leetcode["starter_code"].startswith("class Solution:")
+    assert leetcode["platform"] == "leetcode" and leetcode["difficulty"] == "easy"
+    assert "### Format" not in leetcode["question_content"]
+    code = "class Solution:\n    def countSeniors(self, details):\n        return sum(int(d[11:13]) > 60 for d in details)"
+    assert judge(Submission(code=code, spec=leetcode["tests"])).accepted
+    done = subprocess.run([sys.executable, "-m", "coderl.cli", "data", "lcb", "--source", str(source), "--out",
+                           str(tmp_path / "cli"), "--no-date-filter"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "kept 3" in done.stdout, done.stderr
+
+
 @pytest.mark.parametrize("release,files", [("release_v5", 5), ("release_latest", 6), ("v5", 1), ("v4_v5", 2)])
 def test_release_names(release, files):
     assert len(release_files(release)) == files

@@ -40,8 +40,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     lcb = sub.add_parser("lcb", help="LiveCodeBench code_generation_lite -> evaluation set")
     common(lcb)
     lcb.add_argument("--release", default="release_v5", help="release_v1..v6, release_latest, vN or vA_vB")
-    lcb.add_argument("--start-date", default="2024-08-01", help="inclusive, YYYY-MM-DD")
-    lcb.add_argument("--end-date", default="2025-02-01", help="inclusive, YYYY-MM-DD")
+    lcb.add_argument("--start-date", default="2024-08-01", help="inclusive, YYYY-MM-DD, or `all` (no lower bound)")
+    lcb.add_argument("--end-date", default="2025-02-01", help="inclusive, YYYY-MM-DD, or `all` (no upper bound)")
+    lcb.add_argument("--no-date-filter", action="store_true",
+                     help="keep every row, those without a contest_date too (= --start-date all --end-date all)")
     lcb.add_argument("--prompt-style", choices=("generic", "codeqwen"), default="generic",
                      help="LiveCodeBench's official prompt: chat-API style, or CodeQwenInstruct (Qwen models)")
     lcb.set_defaults(func=_lcb)
@@ -94,7 +96,8 @@ def _swe(args: argparse.Namespace) -> int:
 def _lcb(args: argparse.Namespace) -> int:
     from coderl.data.lcb import build_lcb
 
-    print(build_lcb(args.source, args.out, release=args.release, start_date=args.start_date, end_date=args.end_date,
+    dates = (None, None) if args.no_date_filter else (args.start_date, args.end_date)
+    print(build_lcb(args.source, args.out, release=args.release, start_date=dates[0], end_date=dates[1],
                     prompt_style=args.prompt_style, limit=args.limit).summary())
     return 0
 

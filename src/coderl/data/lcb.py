@@ -7,8 +7,9 @@ keeps its difficulty, platform and date, the official prompt (with or without st
 its tests in the normalised schema. Default: release_v5, 2024-08-01..2025-02-01 (279 problems on
 the full data; the window DeepCoder and the recipe report).
 
-The source is a directory holding the jsonl files, one jsonl/parquet file (a parquet copy, or one
-file of a release), or the hub name, whose release files are downloaded one by one (the hub's
+The source is a directory holding the jsonl files, one jsonl/parquet file (a parquet copy, one
+file of a release, or SandboxFusion's LiveCodeBench sample rows, which carry no date: build them
+with the date filter off), or the hub name, whose release files are downloaded one by one (the hub's
 loading script no longer runs with datasets >= 4).
 """
 
@@ -56,25 +57,58 @@ def parse_date(text: str, what: str) -> datetime:
         raise BadRequest(f"{what} must be YYYY-MM-DD, got {text!r}") from None
 
 
-def lcb_row(row: dict[str, Any], start: datetime, end: datetime, prompt_style: str = "generic") -> dict[str, Any]:
-    """One LiveCodeBench record -> one evaluation problem (raises Drop with the reason)."""
-    try:
-        date = datetime.fromisoformat(str(row["contest_date"]))
-    except (KeyError, ValueError):
-        raise Drop("contest_date missing or not ISO", str(row.get("contest_date"))) from None
-    if not start <= date <= end:  # inclusive, as LiveCodeBench compares
-        raise Drop("outside the date window", f"{row.get('question_id')} {row.get('contest_date')}")
+def lcb_row(row: dict[str, Any], start: datetime | None, end: datetime | None,
+            prompt_style: str = "generic") -> dict[str, Any]:
+    """One LiveCodeBench record (or SandboxFusion's copy of one) -> one evaluation problem (raises
+    Drop with the reason). ``start``/``end`` None: no date filter, and a row without a date is kept."""
+    if "content" in row and "test" in row and "question_content" not in row:
+        row = sandboxfusion_lcb_row(row)
+    date: datetime | None = None
+    if row.get("contest_date") or (start, end) != (None, None):
+        try:
+            date = datetime.fromisoformat(str(row["contest_date"]))
+        except (KeyError, ValueError):
+            raise Drop("contest_date missing or not ISO (--no-date-filter keeps such rows)",
+                       str(row.get("contest_date"))) from None
+        if not (start or datetime.min) <= date <= (end or datetime.max):  # inclusive, as LiveCodeBench compares
+            raise Drop("outside the date window", f"{row.get('question_id')} {row.get('contest_date')}")
     question = row.get("question_content")
     if not isinstance(question, str) or not question.strip():
         raise Drop("no question_content", str(row.get("question_id")))
     # The tests alone, without the statement: LiveCodeBench keeps its few interactive problems
     # (unsolvable with fixed tests, listed in its ERRATA) and so does this set, so the window's
     # problem count and the pass@1 denominator match the official numbers.
-    spec = to_spec({k: v for k, v in row.items() if k not in _STATEMENT_KEYS}, "lcb_row")
+    spec = (to_spec(row["tests"]) if "tests" in row
+            else to_spec({k: v for k, v in row.items() if k not in _STATEMENT_KEYS}, "lcb_row"))
     return eval_record(str(row.get("question_id")), question, spec, starter_code=row.get("starter_code") or "",
                        title=str(row.get("question_title", "")), platform=str(row.get("platform", "")),
                        difficulty=str(row.get("difficulty", "")), contest_id=str(row.get("contest_id", "")),
-                       contest_date=date.isoformat(), prompt_style=prompt_style)
+                       contest_date=date.isoformat() if date else "", prompt_style=prompt_style)
+
+
+def sandboxfusion_lcb_row(row: dict[str, Any]) -> dict[str, Any]:
+    """SandboxFusion's LiveCodeBench rows (``code_eval_live_code_bench_v1``: the whole prompt in
+    ``content``, base64+zlib tests in ``test``, ids and difficulty in ``labels``, no date) -> the
+    fields of a LiveCodeBench record."""
+    labels = row.get("labels") or {}
+    if isinstance(labels, str):
+        labels = json.loads(labels)
+    content = str(row["content"])
+    question = content.split("### Question:\n", 1)[-1].split("\n### Format:", 1)[0].strip()
+    starter = ""
+    if "starter code" in content.split("### Format:", 1)[-1].split("\n", 1)[0]:
+        block = re.search(r"### Format:[^\n]*\n```\w*\n(.*?)```", content, re.S)
+        starter = block.group(1).rstrip() + "\n" if block else ""
+    from coderl.judge.unpickle import decode_compressed_tests
+
+    io = json.loads(decode_compressed_tests(row["test"])["input_output"])
+    fn_name = io.get("fn_name")  # LeetCode: each input is LiveCodeBench's newline-separated JSON arguments
+    cases = [{"input": i, "output": o, "testtype": "functional" if fn_name else "stdin"}
+             for i, o in zip(io["inputs"], io["outputs"], strict=True)]
+    return {"question_id": str(labels.get("task_id") or row.get("id")), "question_content": question,
+            "question_title": str(labels.get("task_id") or row.get("id")), "platform": labels.get("category", ""),
+            "difficulty": labels.get("difficulty", ""), "starter_code": starter,
+            "tests": to_spec(cases, "lcb_tests", fn_name=fn_name)}
 
 
 def eval_record(question_id: str, question: str, spec: TestSpec, *, starter_code: str = "", title: str = "",
@@ -116,15 +150,18 @@ def _download(repo: str, filename: str) -> str:
                          "download the jsonl files and pass their directory") from None
 
 
-def build_lcb(source: str, out_dir: str | Path, *, release: str = DEFAULT_RELEASE, start_date: str = DEFAULT_START,
-              end_date: str = DEFAULT_END, prompt_style: str = "generic", limit: int | None = None) -> BuildReport:
-    """Write problems.jsonl, problems.parquet, meta.json and report.json under out_dir."""
-    start, end = parse_date(start_date, "start date"), parse_date(end_date, "end date")
-    if start > end:
+def build_lcb(source: str, out_dir: str | Path, *, release: str = DEFAULT_RELEASE, start_date: str | None = DEFAULT_START,
+              end_date: str | None = DEFAULT_END, prompt_style: str = "generic", limit: int | None = None) -> BuildReport:
+    """Write problems.jsonl, problems.parquet, meta.json and report.json under out_dir. A date of
+    None (or "all") leaves that end of the window open; both None keep rows without a date."""
+    start_date, end_date = (None if d in (None, "all") else d for d in (start_date, end_date))
+    start = parse_date(start_date, "start date") if start_date else None
+    end = parse_date(end_date, "end date") if end_date else None
+    if start and end and start > end:
         raise BadRequest(f"start date {start_date} is after end date {end_date}")
     lcb_messages("", "", prompt_style)  # an unknown style is a bad request before any reading
     sources = _sources(source, release_files(release))
-    report = BuildReport(f"lcb {release} {start_date}..{end_date}")
+    report = BuildReport(f"lcb {release} {start_date or 'any date'}..{end_date or 'any date'}")
     rows: list[dict[str, Any]] = []
     seen: set[str] = set()
     records = chain.from_iterable(read_rows(s) for s in sources)
