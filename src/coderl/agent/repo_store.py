@@ -21,6 +21,7 @@ import re
 import shutil
 import subprocess
 import tarfile
+from collections.abc import Callable
 from pathlib import Path
 
 from coderl.errors import CoderlError
@@ -80,47 +81,52 @@ class RepoStore:
         source = self.mirror(repo)
         if source is None:
             raise RepoUnavailable(f"repository {repo} is not in {self.repos_dir} (as a mirror or a tarball)")
-        with file_lock(dest):
-            if dest.is_dir():
-                return dest
-            tmp = dest.with_name(dest.name + ".building")
-            shutil.rmtree(tmp, ignore_errors=True)
-            tmp.mkdir(parents=True)
+
+        def build(tmp: Path) -> Path:
+            git("init", "-q", "-b", "main", str(tmp))
             try:
-                git("init", "-q", "-b", "main", str(tmp))
-                try:
-                    git("fetch", "-q", "--no-tags", f"file://{source.resolve()}", commit, cwd=tmp)
-                except RepoUnavailable as exc:
-                    raise RepoUnavailable(f"commit {commit} is not in the mirror of {repo}") from exc
-                git("reset", "-q", "--hard", commit, cwd=tmp)
-                git("update-index", "-q", "--refresh", cwd=tmp)
-                os.rename(tmp, dest)
-            finally:
-                shutil.rmtree(tmp, ignore_errors=True)
-        return dest
+                git("fetch", "-q", "--no-tags", f"file://{source.resolve()}", commit, cwd=tmp)
+            except RepoUnavailable as exc:
+                raise RepoUnavailable(f"commit {commit} is not in the mirror of {repo}") from exc
+            git("reset", "-q", "--hard", commit, cwd=tmp)
+            git("update-index", "-q", "--refresh", cwd=tmp)
+            return tmp
+
+        return build_once(dest, build)
 
     def _unpack(self, tarball: Path, dest: Path) -> Path:
-        if dest.is_dir():
-            return dest
-        with file_lock(dest):
-            if dest.is_dir():
-                return dest
-            tmp = dest.with_name(dest.name + ".unpacking")
-            shutil.rmtree(tmp, ignore_errors=True)
-            tmp.mkdir(parents=True)
+        def build(tmp: Path) -> Path:
             try:
                 with tarfile.open(tarball) as tf:
                     tf.extractall(tmp, filter="data")
-                entries = list(tmp.iterdir())
-                root = entries[0] if len(entries) == 1 and entries[0].is_dir() else tmp
-                if not ((root / ".git").exists() or (root / "HEAD").is_file()):
-                    raise RepoUnavailable(f"{tarball} holds no git repository")
-                os.rename(root, dest)
             except (tarfile.TarError, OSError) as exc:
                 raise RepoUnavailable(f"cannot unpack {tarball}: {exc}") from exc
-            finally:
-                shutil.rmtree(tmp, ignore_errors=True)
+            entries = list(tmp.iterdir())
+            root = entries[0] if len(entries) == 1 and entries[0].is_dir() else tmp
+            if not ((root / ".git").exists() or (root / "HEAD").is_file()):
+                raise RepoUnavailable(f"{tarball} holds no git repository")
+            return root
+
+        return build_once(dest, build)
+
+
+def build_once(dest: Path, build: Callable[[Path], Path]) -> Path:
+    """``dest`` made once across processes: under a lock, ``build`` fills a directory beside it and
+    names what becomes ``dest`` (that directory or one inside it), which is renamed into place, so a
+    ``dest`` that exists is complete."""
+    if dest.is_dir():
         return dest
+    with file_lock(dest):
+        if dest.is_dir():
+            return dest
+        tmp = dest.with_name(dest.name + ".building")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        try:
+            os.rename(build(tmp), dest)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return dest
 
 
 class file_lock:

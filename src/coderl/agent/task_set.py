@@ -15,7 +15,7 @@ import shutil
 from importlib import resources
 from pathlib import Path
 
-from coderl.agent.repo_store import git
+from coderl.agent.repo_store import build_once, git
 from coderl.agent.repo_task import RepoTask
 
 _DATE = {"GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z"}
@@ -32,10 +32,7 @@ def build_task_set(dest: Path) -> list[RepoTask]:
     tasks = []
     for task_dir in task_dirs():
         meta = json.loads((task_dir / "task.json").read_text())
-        mirror = repos / meta["repo"].replace("/", "__")
-        if not (mirror / ".git").is_dir():
-            shutil.rmtree(mirror, ignore_errors=True)
-            _commit_tree(task_dir, mirror)
+        mirror = build_once(repos / meta["repo"].replace("/", "__"), lambda tmp, d=task_dir: _commit_tree(d, tmp))
         base = git("rev-parse", "HEAD~1", cwd=mirror).strip()
         gold = git("diff", "--no-color", "--binary", "HEAD~1", "HEAD", cwd=mirror)
         tasks.append(RepoTask.from_row({**meta, "base_commit": base, "patch": gold}))
@@ -44,10 +41,8 @@ def build_task_set(dest: Path) -> list[RepoTask]:
     return tasks
 
 
-def _commit_tree(task_dir: Path, mirror: Path) -> None:
-    tmp = mirror.with_name(mirror.name + ".building")
-    shutil.rmtree(tmp, ignore_errors=True)
-    shutil.copytree(task_dir / "repo", tmp)
+def _commit_tree(task_dir: Path, tmp: Path) -> Path:
+    shutil.copytree(task_dir / "repo", tmp, dirs_exist_ok=True)
     (tmp / ".gitignore").write_text("__pycache__/\n*.pyc\n.pytest_cache/\n")
     git("init", "-q", "-b", "main", cwd=tmp)
     git("add", "-A", cwd=tmp)
@@ -55,4 +50,4 @@ def _commit_tree(task_dir: Path, mirror: Path) -> None:
     shutil.copytree(task_dir / "fix", tmp, dirs_exist_ok=True, copy_function=shutil.copy)  # new mtimes: git sees the change
     git("add", "-A", cwd=tmp)
     git("commit", "-q", "-m", "fix", cwd=tmp, env=_DATE)
-    tmp.rename(mirror)
+    return tmp
