@@ -114,3 +114,12 @@ def test_multiple_program_cuts_only_where_the_tests_close_the_function():
     assert "class Main" in multiple_program("class Problem {\n}", "T", [], "java")
     with pytest.raises(InvalidTestSpec):
         multiple_program("x", "T", "\n}", "cpp")
+
+
+def test_a_compile_error_is_reported_for_every_case(service_url):
+    """ScaleBox compiles once per case, so each case it returns carries the compile error (never
+    a "Total Timeout" for cases that merely were not run)."""
+    objects = [{"input": {"stdin": "1 2"}, "output": {"stdout": "3"}}, {"input": {"stdin": "3 4"}, "output": {"stdout": "7"}}]
+    r = _post(service_url, "/common_evaluate", "cpp", "```cpp\nint main( {\n```", {"test": objects}).json()
+    assert not r["accepted"] and r["extra"]["verdict"] == "compile_error"
+    assert [(t["exec_info"]["status"], t["exec_info"]["message"]) for t in r["tests"]] == [("Failed", "compile error")] * 2

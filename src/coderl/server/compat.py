@@ -153,13 +153,15 @@ async def _evaluate(body: EvalRequest, request: Request) -> dict[str, Any]:
         code, extracted_type = extracted.code, _EXTRACTED_TYPE.get(extracted.rule, "fenced")
     except NoCodeFound:
         code, extracted_type = "", "empty"
-    memory = cfg.mem_limit if cfg.mem_limit and cfg.mem_limit > 0 else service.settings.default_memory_mb
-    limits = Limits(cpu_s=cfg.run_timeout, wall_s=cfg.run_timeout, memory_mb=memory)
     tests = read_tests(cfg.provided_data, language, code)
+    default_s = 20 if isinstance(tests, AssertPrograms) else 10  # ScaleBox's defaults for each kind of test
+    compile_s = cfg.compile_timeout or default_s
+    memory = cfg.mem_limit if cfg.mem_limit and cfg.mem_limit > 0 else service.settings.default_memory_mb
+    limits = Limits(cpu_s=cfg.run_timeout or default_s, wall_s=cfg.run_timeout or default_s, memory_mb=memory)
     answer = {"id": body.id, "extracted_code": code, "full_code": None, "test_code": None,
               "extracted_type": extracted_type}
     if isinstance(tests, AssertPrograms):
-        return {**answer, **await _run_asserts(tests, language, limits, cfg.compile_timeout, service, request)}
+        return {**answer, **await _run_asserts(tests, language, limits, compile_s, service, request)}
     spec = tests
     extra = cfg.extra
     if extra.get("special_judge_program"):
@@ -168,7 +170,7 @@ async def _evaluate(body: EvalRequest, request: Request) -> dict[str, Any]:
         spec = spec.model_copy(update={"checker": checker})
     run_all = bool(extra.get("run_all_cases", False))
     sub = Submission(spec=spec, language=language, code=code, stop_on_first_failure=not run_all,
-                     total_time_s=float(extra.get("total_timeout", 300)), compile_s=cfg.compile_timeout, limits=limits)
+                     total_time_s=float(extra.get("total_timeout", 300)), compile_s=compile_s, limits=limits)
     (outcome,) = await cancel_on_disconnect(request, service.judge_many([sub]), service.settings.request_timeout_s)
     if isinstance(outcome, Exception):
         raise outcome
@@ -208,7 +210,8 @@ def _run_verdict(ex: Any) -> Verdict:
 
 
 def _case_exec_info(case: CaseResult, outcome: Any) -> dict[str, Any]:
-    if case.verdict is Verdict.COMPILE_ERROR:
+    if case.verdict is Verdict.COMPILE_ERROR or (case.run is None and outcome.verdict is Verdict.COMPILE_ERROR):
+        # ScaleBox compiles for every case, so every case it returns reports the compile error
         run = RunResult(status=RunStatus.RUNTIME_ERROR, exit_code=1, stderr=outcome.compile_message.encode())
         info = sf_response(CompileResult(ok=False, run=run), None)
     elif case.run is None or (case.verdict is Verdict.SKIPPED and "budget" in (case.run.message if case.run else "")):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from coderl.sandbox import Limits
 
@@ -68,22 +68,17 @@ class RunCodeRequest(BaseModel):
 
 
 class EvalConfig(BaseModel):
-    """ScaleBox's ``TestConfig``: its null timeouts mean the defaults; ``mem_limit`` (MB) is honoured
-    (ScaleBox drops it)."""
+    """ScaleBox's ``TestConfig``: null or absent timeouts take ScaleBox's defaults for the kind of
+    test (the route decides); ``mem_limit`` (MB) is honoured (ScaleBox drops it)."""
 
     model_config = ConfigDict(extra="ignore")
     language: str
-    compile_timeout: float = Field(default=10, gt=0, le=600)
-    run_timeout: float = Field(default=10, gt=0, le=600)
+    compile_timeout: float | None = Field(default=None, gt=0, le=600)
+    run_timeout: float | None = Field(default=None, gt=0, le=600)
     mem_limit: int | None = Field(default=None, le=65536)
     custom_extract_logic: str | None = None
     provided_data: dict[str, Any]
     extra: dict[str, Any] = {}
-
-    @field_validator("compile_timeout", "run_timeout", mode="before")
-    @classmethod
-    def _null_is_default(cls, value: Any) -> Any:
-        return 10 if value is None else value
 
 
 class EvalRequest(BaseModel):
