@@ -94,6 +94,9 @@ def _asserts(cases: list[dict[str, Any]], language: str, code: str) -> TestSpec 
         text = case.get("tests") or case.get("test")
         if not isinstance(text, str) or not text.strip():
             raise InvalidTestSpec("assert tests need a test (HumanEval) or tests (MultiPL-E) string")
+        if language == "go" and "*testing.T" in text:
+            raise InvalidTestSpec("MultiPL-E Go tests run under `go test` (SandboxFusion's go_test), "
+                                  "which coderl does not offer; send a program with a main")
         tests.append((text, case))
     if language == "python":
         return TestSpec(mode="assert", cases=[{"code": _with_check(text, case.get("entry_point"))}
