@@ -19,6 +19,8 @@ demoted to 0). What that drops (earlier branches' turns past their fork) is coun
 
 Scoring (``score`` option): ``code`` - the code reward (`coderl.reward.code_reward`) of the
 harness's answer: ``solution.py`` in its work dir if it wrote one, else its last assistant message;
+``repo`` - part 2's repository grader (`coderl.agent.grader.grade_episode`) on the episode's diff,
+in a fresh sandbox (rows from ``coderl data swe``: ``extra_info`` names the snapshot and env);
 ``none`` - leave the reward to verl's reward loop. A failure of OUR side (the sandbox did not
 start, the gateway or backend failed) masks the whole response (nothing trains on it) and is
 reported as ``sandbox_error`` = 1, never as a wrong answer.
@@ -64,8 +66,8 @@ class GatewayAgentLoop(AgentLoopBase):
             raise ValueError("coderl_gateway_agent needs a harness `command` (agent loop YAML)")
         if placement not in ("sandbox", "host"):
             raise ValueError(f"placement must be sandbox or host, got {placement!r}")
-        if score not in ("code", "none"):
-            raise ValueError(f"score must be code or none, got {score!r}")
+        if score not in ("code", "repo", "none"):
+            raise ValueError(f"score must be code, repo or none, got {score!r}")
         self.command, self.placement, self.timeout_s = command, placement, float(timeout_s)
         self.score, self.score_kwargs = score, dict(score_kwargs or {})
         self.harness_binds = tuple(harness_binds or ())
@@ -135,6 +137,8 @@ class GatewayAgentLoop(AgentLoopBase):
         elif self.score != "none":
             reward, info = await self._score(session, workdir, result, kwargs)
             extra.update(info)
+            if info.get("sandbox_error"):  # the grader's infrastructure failed: nothing trains on it
+                mask, reward = [0] * len(mask), 0.0
         shutil.rmtree(workdir, ignore_errors=True)
         metrics = AgentLoopMetrics(generate_sequences=session.generation_s,
                                    tool_calls=max(0.0, agent_s - session.generation_s),
@@ -148,8 +152,10 @@ class GatewayAgentLoop(AgentLoopBase):
         if self.placement == "host":
             return await run_on_host(self.command, workdir=workdir, task=task, gateway_url="http://" + served.addresses[1],
                                      session_id=sid, model=self.model_name, timeout_s=self.timeout_s, env=self.env)
-        repo_dir = _repo_of(kwargs) or _empty_repo(workdir / "repo")
-        return await run_in_sandbox(self.command, host=_session_host(), repo_dir=repo_dir, task=task,
+        info = kwargs.get("extra_info") or {}
+        repo_dir = Path(info["repo_dir"]) if info.get("repo_dir") else _empty_repo(workdir / "repo")
+        env_dir = Path(info["env_dir"]) if info.get("env_dir") else None
+        return await run_in_sandbox(self.command, host=_session_host(), repo_dir=repo_dir, task=task, env_dir=env_dir,
                                     gateway_socket=socket_path, session_id=sid, model=self.model_name,
                                     timeout_s=self.timeout_s, harness_binds=self.harness_binds, env=self.env,
                                     capture_diff=True)
@@ -157,13 +163,20 @@ class GatewayAgentLoop(AgentLoopBase):
     async def _score(self, session: Any, workdir: Path, result: HarnessResult | None,
                      kwargs: dict[str, Any]) -> tuple[float, dict[str, Any]]:
         extra_info = dict(kwargs.get("extra_info") or {})
+        if self.score == "repo":
+            from coderl.agent.grader import grade_episode
+
+            graded = await grade_episode(_session_host(), extra_info, result.diff if result else None)
+            return float(graded.reward or 0.0), {"verdict": graded.status, "acc": float(graded.resolved),
+                                                 "sandbox_error": int(graded.status == "sandbox_error")}
         from coderl.reward.code_reward import compute_score
 
         answer = _answer(session, workdir, result)
         ground_truth = (kwargs.get("reward_model") or {}).get("ground_truth")
         out = await compute_score(str(kwargs.get("data_source", "")), answer, ground_truth, extra_info,
                                   **self.score_kwargs)
-        return float(out["score"]), {"verdict": out.get("verdict", ""), "acc": out.get("acc", 0.0)}
+        return float(out["score"]), {"verdict": out.get("verdict", ""), "acc": out.get("acc", 0.0),
+                                     "sandbox_error": int(out.get("sandbox_error", 0))}
 
 
 def _answer(session: Any, workdir: Path, result: HarnessResult | None) -> str:
@@ -196,11 +209,6 @@ def _added_file(diff: str, name: str) -> str | None:
     return "\n".join(out) if inside or out else None
 
 
-def _repo_of(kwargs: dict[str, Any]) -> Path | None:
-    path = (kwargs.get("extra_info") or {}).get("repo_dir")
-    return Path(path) if path else None
-
-
 def _empty_repo(path: Path) -> Path:
     """A fresh git work tree for a task without a repository (a LiveCodeBench problem)."""
     path.mkdir(parents=True, exist_ok=True)
@@ -220,3 +228,41 @@ def _session_host() -> Any:
     if loop not in _session_hosts:
         _session_hosts[loop] = SessionHost()
     return _session_hosts[loop]
+
+
+def check_agent_loops(path: str) -> list[str]:
+    """What a training script's --dry-run checks in an agent-loop YAML before any GPU time: each
+    coderl entry imports, its options are this class's and valid, its command's placeholders are
+    known. Returns warnings (a harness install missing on this machine); raises ValueError."""
+    import inspect
+
+    from omegaconf import OmegaConf
+
+    from coderl.agent.harness import render_command
+
+    entries = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
+    if not isinstance(entries, list):
+        raise ValueError(f"{path}: an agent-loop YAML is a list of {{name, _target_, ...}}")
+    warnings: list[str] = []
+    known = set(inspect.signature(GatewayAgentLoop.__init__).parameters) - {"self", "args", "kwargs"}
+    for entry in entries:
+        if entry.get("_target_") != f"{GatewayAgentLoop.__module__}.{GatewayAgentLoop.__qualname__}":
+            continue
+        options = {k: v for k, v in entry.items() if k not in ("name", "_target_")}
+        unknown = set(options) - known
+        if unknown:
+            raise ValueError(f"{path}: {entry['name']}: unknown option(s) {', '.join(sorted(unknown))}")
+        if options.get("placement", "sandbox") not in ("sandbox", "host"):
+            raise ValueError(f"{path}: {entry['name']}: placement must be sandbox or host")
+        if options.get("score", "code") not in ("code", "repo", "none"):
+            raise ValueError(f"{path}: {entry['name']}: score must be code, repo or none")
+        if not options.get("command"):
+            raise ValueError(f"{path}: {entry['name']}: no harness command")
+        render_command(options["command"], {k: "x" for k in ("base_url", "anthropic_base_url", "api_key", "model",
+                                                             "task_file", "workdir")})
+        for bind in options.get("harness_binds") or []:
+            if not Path(bind).exists():
+                warnings.append(f"{entry['name']}: harness bind {bind} does not exist on this machine")
+        if options.get("placement") == "host":
+            warnings.append(f"{entry['name']}: placement host runs the harness WITHOUT isolation")
+    return warnings

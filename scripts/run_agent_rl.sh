@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Agentic coding RL (GRPO) on verl 0.9.1 (main_ppo), unpatched: an unmodified agent harness per sample
+# (mini-swe-agent by default) runs in a session sandbox; its model calls go through coderl's
+# interception gateway to verl's rollout servers, token-exactly (coderl_gateway_agent, docs/agent.md).
+#
+#   scripts/run_agent_rl.sh [--dry-run [--strict]] [hydra.key=value ...]
+#
+# Environment knobs (all optional): MODEL_PATH, TRAIN_FILES, VAL_FILES (default: coderl data swe output),
+# AGENT_LOOPS (agent-loop YAML), MINI_SWE_AGENT_VENV, CODERL_AGENT_SCORE (repo|code), SANDBOX_URL (code
+# score), DEVICE, N_GPUS, NNODES, PROJECT, EXPERIMENT, OUTPUT_DIR, TRAIN_BATCH, MINI_BATCH, ROLLOUT_N,
+# LR, MAX_PROMPT, MAX_RESPONSE, TEMPERATURE, EPOCHS, SAVE_FREQ, TEST_FREQ, AGENT_WORKERS, GPU_MEM_UTIL.
+set -euo pipefail
+source "$(dirname "$0")/common.sh"
+parse_common_args "$@"
+detect_device
+
+MODEL_PATH="${MODEL_PATH:-$CODERL_ROOT/checkpoints/sft/merged}"
+TRAIN_FILES="${TRAIN_FILES:-$CODERL_ROOT/data/swe/train.parquet}"
+VAL_FILES="${VAL_FILES:-$CODERL_ROOT/data/swe/validation.parquet}"
+AGENT_LOOPS="${AGENT_LOOPS:-$CODERL_ROOT/tool_config/agent_loop.yaml}"
+SANDBOX_URL="${SANDBOX_URL:-http://127.0.0.1:8080}"
+PROJECT="${PROJECT:-coderl}"
+EXPERIMENT="${EXPERIMENT:-qwen3-1.7b-agent-rl}"
+OUTPUT_DIR="${OUTPUT_DIR:-$CODERL_ROOT/outputs/$EXPERIMENT}"
+MAX_PROMPT="${MAX_PROMPT:-4096}"      # the harness's system prompt + task
+MAX_RESPONSE="${MAX_RESPONSE:-28672}" # every turn after it (tool output included); the gateway clamps each turn to it
+
+OVERRIDES=(
+  algorithm.adv_estimator=grpo
+  algorithm.use_kl_in_reward=False
+  "data.train_files=$TRAIN_FILES"
+  "data.val_files=$VAL_FILES"
+  "data.train_batch_size=${TRAIN_BATCH:-16}"
+  "data.max_prompt_length=$MAX_PROMPT"
+  "data.max_response_length=$MAX_RESPONSE"
+  data.filter_overlong_prompts=True
+  data.truncation=error
+  "actor_rollout_ref.model.path=$MODEL_PATH"
+  actor_rollout_ref.model.enable_gradient_checkpointing=True
+  actor_rollout_ref.model.use_remove_padding=True
+  "actor_rollout_ref.actor.optim.lr=${LR:-1e-6}"
+  "actor_rollout_ref.actor.ppo_mini_batch_size=${MINI_BATCH:-8}"
+  actor_rollout_ref.actor.use_dynamic_bsz=True
+  "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=$(( MAX_PROMPT + MAX_RESPONSE ))"
+  actor_rollout_ref.actor.use_kl_loss=False
+  actor_rollout_ref.actor.entropy_coeff=0
+  actor_rollout_ref.actor.clip_ratio_low=0.2
+  actor_rollout_ref.actor.clip_ratio_high=0.28
+  actor_rollout_ref.actor.fsdp_config.param_offload=True
+  actor_rollout_ref.actor.fsdp_config.optimizer_offload=True
+  actor_rollout_ref.rollout.name=vllm
+  actor_rollout_ref.rollout.calculate_log_probs=True
+  "actor_rollout_ref.rollout.n=${ROLLOUT_N:-8}"
+  "actor_rollout_ref.rollout.temperature=${TEMPERATURE:-1.0}"
+  "actor_rollout_ref.rollout.gpu_memory_utilization=${GPU_MEM_UTIL:-0.7}"
+  "actor_rollout_ref.rollout.agent.num_workers=${AGENT_WORKERS:-8}"
+  "actor_rollout_ref.rollout.agent.agent_loop_config_path=$AGENT_LOOPS"
+  actor_rollout_ref.rollout.agent.default_agent_loop=coderl_gateway_agent
+  "+ray_kwargs.ray_init.runtime_env.env_vars.CODERL_SANDBOX_URL='$SANDBOX_URL'"
+  "+ray_kwargs.ray_init.runtime_env.env_vars.MINI_SWE_AGENT_VENV='${MINI_SWE_AGENT_VENV:-/opt/mini-swe-agent}'"
+  "+ray_kwargs.ray_init.runtime_env.env_vars.CODERL_AGENT_SCORE='${CODERL_AGENT_SCORE:-repo}'"
+  "+ray_kwargs.ray_init.runtime_env.env_vars.VERL_FILE_LOGGER_PATH=$OUTPUT_DIR/metrics.jsonl"
+  "trainer.device=$DEVICE"
+  "trainer.n_gpus_per_node=$N_GPUS"
+  "trainer.nnodes=${NNODES:-1}"
+  "trainer.project_name=$PROJECT"
+  "trainer.experiment_name=$EXPERIMENT"
+  "trainer.default_local_dir=$OUTPUT_DIR/checkpoints"
+  "trainer.rollout_data_dir=$OUTPUT_DIR/rollouts"
+  "trainer.logger=[console,file]"
+  "trainer.save_freq=${SAVE_FREQ:-10}"
+  "trainer.test_freq=${TEST_FREQ:-10}"
+  "trainer.total_epochs=${EPOCHS:-5}"
+)
+if [ "$DEVICE" = npu ]; then
+  export RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES=1 HCCL_CONNECT_TIMEOUT="${HCCL_CONNECT_TIMEOUT:-1500}"
+  OVERRIDES+=(actor_rollout_ref.rollout.enable_chunked_prefill=False actor_rollout_ref.actor.use_torch_compile=False)
+fi
+OVERRIDES+=("${EXTRA_OVERRIDES[@]}")
+export CODERL_SANDBOX_URL="$SANDBOX_URL" MINI_SWE_AGENT_VENV="${MINI_SWE_AGENT_VENV:-/opt/mini-swe-agent}"
+export CODERL_AGENT_SCORE="${CODERL_AGENT_SCORE:-repo}" VERL_FILE_LOGGER_PATH="$OUTPUT_DIR/metrics.jsonl"
+
+# the agent-loop YAML: options, command placeholders, harness install (errors stop here, warnings print)
+"$PYTHON" - "$AGENT_LOOPS" "${STRICT[@]}" <<'PY' || exit 1
+import sys
+from coderl.agent.loop import check_agent_loops
+try:
+    warnings = check_agent_loops(sys.argv[1])
+except Exception as exc:  # one line, never a traceback
+    sys.exit(f"dry-run: FAILED: agent loops {sys.argv[1]}: {exc}")
+for w in warnings:
+    print(f"dry-run: warning: {w}", file=sys.stderr)
+if warnings and "--strict" in sys.argv[2:]:
+    sys.exit("dry-run: FAILED: warnings are errors with --strict")
+print(f"agent loops: {sys.argv[1]} OK")
+PY
+
+if [ "$DRY_RUN" = 1 ]; then
+  exec "$PYTHON" "$CODERL_ROOT/scripts/verl_dryrun.py" rl "${STRICT[@]}" "${OVERRIDES[@]}"
+fi
+mkdir -p "$OUTPUT_DIR"
+exec "$PYTHON" -m verl.trainer.main_ppo "${OVERRIDES[@]}"
