@@ -162,7 +162,9 @@ def test_episode_limits(repo):
     async def body(host):
         async with await host.open(repo, limits=LIMITS) as s:
             r = await s.exec("yes | head -c 1000000")
-            assert r.stdout_truncated and len(r.stdout) == 64 * 1024
+            assert r.stdout_truncated and len(r.stdout) == 64 * 1024 and not r.output_limit
+            r = await s.exec("yes", timeout_s=15)  # a flood ends long before its timeout
+            assert r.output_limit and not r.timed_out and r.signal == 9 and r.wall_s < 10
             r = await s.exec("head -c 100000000 /dev/zero > big; echo $?")
             assert r.stdout.strip() != "0" or "No space" in r.stderr  # the episode's disk is 32 MiB
             r = await s.exec("python3 -c \"b = bytearray(2000 << 20); print(len(b))\"")

@@ -118,6 +118,7 @@ class ExecResult:
     stdout_truncated: bool = False
     stderr_truncated: bool = False
     oom_killed: bool = False
+    output_limit: bool = False  # killed for printing far more than is kept
     wall_s: float = 0.0
 
     @property
@@ -170,7 +171,8 @@ class Session:
         return ExecResult(exit_code=reply["exit_code"], signal=reply["signal"], timed_out=reply["timed_out"],
                           stdout=out.decode("utf-8", "replace"), stderr=err.decode("utf-8", "replace"),
                           stdout_truncated=reply["stdout_truncated"], stderr_truncated=reply["stderr_truncated"],
-                          oom_killed=oom_kills(self._oom_fd) > ooms, wall_s=reply["wall_s"])
+                          oom_killed=oom_kills(self._oom_fd) > ooms, output_limit=reply["output_limit"],
+                          wall_s=reply["wall_s"])
 
     # ------------------------------------------------------------------ files
     async def read_file(self, path: str, max_bytes: int = 4 << 20) -> bytes:

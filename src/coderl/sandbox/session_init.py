@@ -37,6 +37,7 @@ del sys.path[0]
 
 PROTO_IN, PROTO_OUT = 0, 1
 SHELL = "/bin/bash"
+OUTPUT_KILL_FACTOR = 64  # a command that prints this many times what is kept is killed, not drained until its timeout
 DRAIN_AFTER_EXIT_S = 0.2  # output still in the pipes once the command exited (a background writer holds them)
 _FORWARDERS: set[int] = set()
 
@@ -115,10 +116,11 @@ def do_exec(req: dict, stdin: bytes) -> tuple[dict, list[bytes]]:
     truncated = {out_r: False, err_r: False}
     deadline = started + float(req["timeout_s"])
     status: int | None = None
-    timed_out = False
+    timed_out = output_limit = False
+    dropped = 0
     open_fds = [out_r, err_r]
     drain_until: float | None = None
-    while open_fds:
+    while open_fds and not output_limit:
         now = time.monotonic()
         if status is None:
             done, st = os.waitpid(pid, os.WNOHANG)
@@ -141,7 +143,9 @@ def do_exec(req: dict, stdin: bytes) -> tuple[dict, list[bytes]]:
                 kept[fd] += chunk[:room]
             if len(chunk) > room:
                 truncated[fd] = True
-    while status is None and not timed_out:  # the pipes closed first: wait for the exit itself
+                dropped += len(chunk) - max(room, 0)
+                output_limit = dropped > OUTPUT_KILL_FACTOR * cap and status is None
+    while status is None and not timed_out and not output_limit:  # the pipes closed first: wait for the exit itself
         done, st = os.waitpid(pid, os.WNOHANG)
         if done:
             status = st
@@ -156,6 +160,7 @@ def do_exec(req: dict, stdin: bytes) -> tuple[dict, list[bytes]]:
         "exit_code": os.WEXITSTATUS(status) if status is not None and os.WIFEXITED(status) else None,
         "signal": 9 if status is None else (os.WTERMSIG(status) if os.WIFSIGNALED(status) else None),
         "timed_out": timed_out,
+        "output_limit": output_limit,
         "stdout_truncated": truncated[out_r],
         "stderr_truncated": truncated[err_r],
         "wall_s": round(time.monotonic() - started, 4),
