@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import contextlib
 import dataclasses
 from typing import Any
 
@@ -124,12 +125,13 @@ def _command(run: RunResult, *, sandbox_error: bool = False) -> dict[str, Any]:
 
 
 def _sf_language(name: str, service: Any) -> str:
-    """Our language for a SandboxFusion/ScaleBox name: their own spellings, else any name or alias
-    the engine knows (case-insensitive)."""
-    try:
-        return service.engine.language(_SF_NAMES.get(name.lower(), name)).name
-    except UnknownLanguage:
-        raise UnknownLanguage(name, sorted(service.engine.languages())) from None
+    """Our language for a SandboxFusion/ScaleBox name: any name or alias the engine knows
+    (case-insensitive), else our name for their spelling."""
+    for candidate in (name, _SF_NAMES.get(name.lower())):
+        if candidate is not None:
+            with contextlib.suppress(UnknownLanguage):
+                return service.engine.language(candidate).name
+    raise UnknownLanguage(name, sorted(service.engine.languages()))
 
 
 @router.post("/common_evaluate_batch", summary="ScaleBox batch evaluation of one completion")
