@@ -16,6 +16,7 @@ is resolved / (tasks - sandbox errors), with the errors counted beside it, never
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import uuid
 from collections import Counter
@@ -101,26 +102,30 @@ async def evaluate_swe(cfg: SweEvalConfig) -> dict[str, Any]:
     store = RepoStore(repos, cfg.cache_dir)
     bar = tqdm(total=len(tasks), initial=len(tasks) - len(todo), desc="swe", unit=" tasks")
     gate = asyncio.Semaphore(cfg.concurrency)
-    async with SessionHost() as host:
-        grader = RepoGrader(host, store, env_cache=cfg.cache_dir, find_links=cfg.find_links,
-                            concurrency=cfg.concurrency)
-        client = None
-        if cfg.sandbox_url:
+    async with contextlib.AsyncExitStack() as stack:
+        client, grader = None, None
+        if cfg.sandbox_url:  # the service grades: no sandbox on this machine
             from coderl.client import SandboxClient
 
             client = SandboxClient(cfg.sandbox_url.split(","), timeout_s=3600.0)
+        else:
+            host = await stack.enter_async_context(SessionHost())
+            grader = RepoGrader(host, store, env_cache=cfg.cache_dir, find_links=cfg.find_links,
+                                concurrency=cfg.concurrency)
 
         async def one(task: RepoTask) -> None:
             async with gate:
                 if patches is not None:
                     diff, extra = patches.get(task.instance_id), {}
                 else:
-                    diff, extra = await _run_agent(cfg, host, grader, task)
+                    assert grader is not None
+                    diff, extra = await _run_agent(cfg, grader, task)
                 if diff is None:
                     record = {"instance_id": task.instance_id, "status": "no_patch", "reward": 0.0, "resolved": False}
                 elif client is not None:
                     (record,) = await client.grade_swe([{"task": task.to_row(), "patch": diff}])
                 else:
+                    assert grader is not None
                     record = (await grader.grade(task, diff)).to_dict()
                 record = {**record, **extra, "patch": diff}
             with results_path.open("a") as fh:
@@ -140,8 +145,7 @@ async def evaluate_swe(cfg: SweEvalConfig) -> dict[str, Any]:
     return summary
 
 
-async def _run_agent(cfg: SweEvalConfig, host: SessionHost, grader: RepoGrader,
-                     task: RepoTask) -> tuple[str | None, dict[str, Any]]:
+async def _run_agent(cfg: SweEvalConfig, grader: RepoGrader, task: RepoTask) -> tuple[str | None, dict[str, Any]]:
     """The harness on the task in a session sandbox; its diff (None when it left none)."""
     from coderl.agent.harness import run_in_sandbox
     from coderl.data.swe import prompt_of
@@ -149,7 +153,7 @@ async def _run_agent(cfg: SweEvalConfig, host: SessionHost, grader: RepoGrader,
     snapshot, env = await grader.prepare(task)
     assert cfg.harness is not None and cfg.gateway_socket is not None
     try:
-        result = await run_in_sandbox(cfg.harness, host=host, repo_dir=snapshot, task=prompt_of(task)[0]["content"],
+        result = await run_in_sandbox(cfg.harness, host=grader.host, repo_dir=snapshot, task=prompt_of(task)[0]["content"],
                                       gateway_socket=cfg.gateway_socket, session_id=f"swe-{uuid.uuid4().hex}",
                                       model=cfg.model, timeout_s=cfg.harness_timeout_s,
                                       harness_binds=cfg.harness_binds, env_dir=env, capture_diff=True)
