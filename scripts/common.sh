@@ -4,6 +4,9 @@
 CODERL_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PYTHON="${PYTHON:-$( [ -x "$CODERL_ROOT/.venv/bin/python" ] && echo "$CODERL_ROOT/.venv/bin/python" || echo python3 )}"
 
+# --help: the calling script's header comment (the lines after the shebang, up to the first code line)
+usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }
+
 # Parse --dry-run / --strict out of "$@"; the rest are Hydra overrides passed through to verl.
 parse_common_args() {
   DRY_RUN=0; STRICT=(); EXTRA_OVERRIDES=()

@@ -12,7 +12,6 @@
 # OUT_DIR (outputs/eval), RESULTS ($OUT_DIR/results.csv), FIGURE ($OUT_DIR/evaluation_progress.png).
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
-usage() { sed -n '2,13p' "$0"; }
 DRY_RUN=0; ARGS=()
 for arg in "$@"; do
   case "$arg" in

@@ -7,7 +7,6 @@
 # TARGET_DIR defaults to CHECKPOINT_DIR/huggingface_merged.
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
-usage() { sed -n '2,7p' "$0"; }
 DRY_RUN=0; ARGS=()
 for arg in "$@"; do
   case "$arg" in

@@ -9,7 +9,6 @@
 # MAX_RESPONSE, MAX_TURNS, TEMPERATURE, EPOCHS, SAVE_FREQ, TEST_FREQ, SCORE_MODE, GPU_MEM_UTIL.
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
-usage() { sed -n '2,9p' "$0"; }
 parse_common_args "$@"
 detect_device
 

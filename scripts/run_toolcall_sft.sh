@@ -7,7 +7,6 @@
 # NNODES, PROJECT, EXPERIMENT, OUTPUT_DIR, BATCH, MICRO_BATCH, MAX_LENGTH, EPOCHS, LR, SP_SIZE.
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
-usage() { sed -n '2,7p' "$0"; }
 parse_common_args "$@"
 detect_device
 

@@ -27,6 +27,10 @@ COMMAND_MODULES: tuple[str, ...] = (
 )
 
 
+DESCRIPTION = ("coderl: a secure batch code-execution sandbox, a judge and the verl integration for "
+               "training code LLMs with RL. `coderl COMMAND --help` shows each command's options.")
+
+
 class OneLineParser(argparse.ArgumentParser):
     """Bad arguments get one line (what is wrong, where to look), not argparse's usage block.
     Subcommand parsers are made of the same class."""
@@ -36,13 +40,24 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = OneLineParser(prog="coderl", description=__doc__.split("\n")[0])
+    parser = OneLineParser(prog="coderl", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"coderl {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
     for module in COMMAND_MODULES:
         importlib.import_module(module).register(subparsers)
+    _name_parsers(parser)
     return parser
+
+
+def _name_parsers(parser: argparse.ArgumentParser) -> None:
+    """Each (sub)command records its own parser, so an option it does not know is reported by the
+    subcommand that was given it (`see coderl eval lcb --help`), not by the top-level parser."""
+    parser.set_defaults(parser_=parser)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                _name_parsers(sub)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -52,7 +67,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     3 sandbox/infrastructure error, 130 interrupted. ``CODERL_DEBUG=1`` shows tracebacks.
     """
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        args.parser_.error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
         result = args.func(args)
     except KeyboardInterrupt:

@@ -182,7 +182,22 @@ def _read_hub(name: str, split: str) -> Iterator[dict[str, Any]]:
 
 
 def progress(rows: Iterable[Any], desc: str) -> Iterator[Any]:
-    return tqdm(rows, desc=desc, unit=" rows", disable=os.environ.get("CODERL_NO_PROGRESS") == "1")  # type: ignore[return-value]
+    """A progress bar over ``rows``, drawn only once the first row is read, so a source that
+    cannot be opened fails with its one-line error and no stray empty bar before it."""
+    rows = iter(rows)
+    first = next(rows, _NONE)
+    if first is _NONE:
+        return
+    bar = tqdm(desc=desc, unit=" rows", disable=os.environ.get("CODERL_NO_PROGRESS") == "1")
+    with bar:
+        bar.update(1)
+        yield first
+        for row in rows:
+            bar.update(1)
+            yield row
+
+
+_NONE = object()
 
 
 def seeded_split(rows: list[dict[str, Any]], fraction: float, seed: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

@@ -134,7 +134,7 @@ def _sources(source: str, files: list[str]) -> list[str]:
         return found
     if path.exists():
         return [str(path)]
-    if source.count("/") != 1:
+    if source.count("/") != 1 or source.startswith((".", "/", "~")):
         raise BadRequest(f"{source}: no such file or directory (and not a hub dataset name like org/name)")
     return [_download(source, f) for f in files]
 

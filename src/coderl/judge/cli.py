@@ -33,7 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _judge(args: argparse.Namespace) -> int:
-    from coderl.judge import Judge, Submission, to_spec
+    from coderl.judge import Judge, Submission, Verdict, to_spec
     from coderl.sandbox import Limits
     from coderl.sandbox.blocking import BlockingEngine
 
@@ -56,7 +56,9 @@ def _judge(args: argparse.Namespace) -> int:
         print(f"{res.verdict.value} ({res.passed}/{res.total} passed, {res.language}, {res.wall_s:.2f} s)")
         for i, case in enumerate(res.cases):
             run = f" {case.run.cpu_s:.2f} s {case.run.memory_kb // 1024} MiB" if case.run is not None else ""
-            print(f"  test {i + 1}: {case.verdict.short}{run}{'  ' + case.message if case.message else ''}")
+            print(f"  test {i + 1}: {case.verdict.value}{run}{'  ' + case.message if case.message else ''}")
+        if any(case.verdict is Verdict.SKIPPED for case in res.cases):
+            print("  (skipped: not run after the first failure; --run-all runs every test)")
         if res.compile_message:
             print(res.compile_message.rstrip())
     return 0 if res.accepted else 1
