@@ -31,10 +31,13 @@ class BadRequest(CoderlError):
 
 
 class UnknownLanguage(BadRequest):
-    def __init__(self, language: str, supported: list[str] | tuple[str, ...]) -> None:
+    """A language we do not run; ``reason`` says why for one we know of (not packaged, ...)."""
+
+    def __init__(self, language: str, supported: list[str] | tuple[str, ...], reason: str | None = None) -> None:
         self.language = language
         self.supported = list(supported)
-        super().__init__(f"unknown language {language!r}; supported: {', '.join(sorted(supported))}")
+        what = f"language {language!r} is not available: {reason}" if reason else f"unknown language {language!r}"
+        super().__init__(f"{what}; supported: {', '.join(sorted(supported))}")
 
 
 class InvalidTestSpec(BadRequest):

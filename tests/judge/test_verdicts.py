@@ -74,7 +74,7 @@ def test_response_extraction_and_bad_submissions(judge):
     assert res.accepted and res.extraction_rule == "fence:python" and res.code == "print(input())\n"
     with pytest.raises(NoCodeFound):
         judge(Submission(response="I give up.", spec=ECHO))
-    with pytest.raises(BadRequest, match="python only"):
+    with pytest.raises(BadRequest, match="not judged for cpp"):
         judge(Submission(language="cpp", code="int main(){}", spec={"mode": "function", "fn_name": "f",
                                                                       "cases": [{"args": [], "output": 1}]}))
 

@@ -27,6 +27,7 @@ import json
 import secrets
 from typing import Any
 
+from coderl.judge import callers
 from coderl.judge.asserts import SplitTest
 from coderl.judge.spec import TestSpec
 
@@ -123,11 +124,21 @@ def signature(nonce: str) -> str:
     return hashlib.sha256((nonce + ":ok").encode()).hexdigest()
 
 
-def program(spec: TestSpec, code: str) -> str:
-    """The Python source to run for every case of ``spec`` (the prelude is not part of it: the
-    engine loads it, see `coderl.sandbox.Program.prelude`)."""
+def supports(language: str, mode: str) -> bool:
+    """Whether ``mode`` tests are judged for ``language`` (our language name)."""
+    return mode == "stdio" or language == "python" or (mode == "function" and language in callers.LANGUAGES)
+
+
+def program(spec: TestSpec, code: str, language: str = "python") -> str:
+    """The source to run for every case of ``spec`` (the prelude is not part of it: the engine
+    loads it, see `coderl.sandbox.Program.prelude`). Function mode in other languages appends
+    their caller (`coderl.judge.callers`); ValueError where there is none."""
     if spec.mode == "stdio":
         return code
+    if language != "python":
+        if spec.mode != "function":
+            raise ValueError(f"{spec.mode} tests are judged for python only, not {language}")
+        return callers.function_program(language, code, spec.fn_name or "")
     if spec.mode == "function":
         return _PROLOGUE + code + "\n" + _FUNCTION_EPILOGUE
     return _PROLOGUE + spec.setup_code + code + "\n" + _ASSERT_EPILOGUE

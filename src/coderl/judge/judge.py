@@ -55,11 +55,12 @@ class Judge:
         spec = to_spec(sub.spec, fn_name=sub.fn_name)
         code, language, rule = self._code(sub)
         language = self.engine.language(language).name
-        if spec.mode != "stdio" and language != "python":
-            raise BadRequest(f"{spec.mode} tests are judged for python only, not {language}")
+        try:
+            source = harness.program(spec, code, language)
+        except ValueError as exc:
+            raise BadRequest(str(exc)) from None
         nonce = harness.new_nonce()
         python = language == "python"
-        source = harness.program(spec, code) if python else code
         tests = [split_asserts(c.code) for c in spec.cases] if spec.mode == "assert" else []  # type: ignore[union-attr]
         inputs = [harness.case_stdin(spec, i, nonce, tests[i] if tests else None) for i in range(len(spec.cases))]
 

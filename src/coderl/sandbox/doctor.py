@@ -92,7 +92,8 @@ async def _engine_checks(isolation: str) -> list[Check]:
         present = set(engine.languages())
         for cls in languages.ALL:
             if cls.name not in present:
-                out.append(Check(f"language {cls.name}", False, f"toolchain not found ({cls.version_argv[0]})"))
+                out.append(Check(f"language {cls.name}", False, f"skipped: toolchain not installed ({cls.version_argv[0]}; "
+                                                               "scripts/setup.sh installs docker/sandbox-apt.txt)"))
     return out
 
 

@@ -28,15 +28,26 @@ from coderl.sandbox.languages.verilog import Verilog
 ALL: tuple[type[Language], ...] = (Python, C, Cpp, Java, JavaScript, Go, Rust, Bash, Php, Ruby, Perl, Lua, R,
                                   TypeScript, CSharp, Scala, Kotlin, D, Racket, Verilog)
 _BY_NAME = {alias: lang for lang in ALL for alias in (lang.name, *lang.aliases)}
+#: languages SandboxFusion/ScaleBox accept that we cannot run, and why (listed in docs/api.md)
+UNAVAILABLE = {
+    "julia": "Debian 12 does not package Julia",
+    "swift": "Debian 12 does not package Swift (its 'swift' package is OpenStack's object store)",
+    "lean": "Debian 12 does not package Lean",
+    "cuda": "needs a GPU and nvidia-cuda-toolkit, which is outside Debian main",
+    "python_gpu": "needs a GPU",
+}
 
 
 def resolve(name: str, available: dict[str, type[Language]] | None = None) -> type[Language]:
     """The language for a name or alias (case-insensitive); UnknownLanguage names the choices."""
     choices = available if available is not None else {lang.name: lang for lang in ALL}
-    lang = _BY_NAME.get(str(name).strip().lower())
+    key = str(name).strip().lower()
+    lang = _BY_NAME.get(key)
     if lang is None or lang.name not in choices:
-        raise UnknownLanguage(str(name), list(choices))
+        reason = UNAVAILABLE.get(key) or (f"its toolchain is not installed on this host ({lang.version_argv[0]})"
+                                          if lang is not None else None)
+        raise UnknownLanguage(str(name), list(choices), reason)
     return lang
 
 
-__all__ = ["ALL", "Language", "LanguageInfo", "resolve"]
+__all__ = ["ALL", "UNAVAILABLE", "Language", "LanguageInfo", "resolve"]

@@ -1,0 +1,1 @@
+sub add { my ($x, $y) = @_; return $x + $y; }

@@ -1,0 +1,1 @@
+function add($a, $b) { echo "1\n"; return $a * $b; }

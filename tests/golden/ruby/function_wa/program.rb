@@ -1,0 +1,4 @@
+def add(a, b)
+  puts "3"
+  a - b
+end

@@ -1,0 +1,3 @@
+class Solution {
+  add(a: number, b: number): number { return a + b; }
+}
