@@ -94,6 +94,9 @@ def test_episodes_cannot_see_each_other(repo):
         finally:
             await a.close()
             await b.close()
+        for s in (a, b):  # nothing left behind: no mount, no layer directory, no cgroup
+            assert str(s._layer.root) not in Path("/proc/self/mountinfo").read_text()
+            assert not s._layer.root.exists() and s._cgroup is None
     run(body)
 
 
