@@ -5,10 +5,10 @@ Per turn, under the session's lock:
 1. The agent's messages are matched against the session's canonical log. A message the gateway
    produced and the agent echoed back is replaced by the record (raw sampled text, reasoning
    kept), so the model sees exactly what it sampled.
-2. The log is re-rendered with the chat template and checked against the token record: the
-   text the recorded ids were built from, plus the template glue the model did not sample (the
-   newline after ``<|im_end|>``), must equal the rendered history, and the rendered request must
-   extend it. Then only the new suffix (tool results, user turns, the generation prompt) is
+2. The log is re-rendered with the chat template (one render of the whole request) and checked
+   against the token record: the text the recorded ids were built from, plus the template glue
+   the model did not sample (the newline after ``<|im_end|>``), must be a prefix of the render.
+   Then only the new suffix (that glue, tool results, user turns, the generation prompt) is
    tokenized and appended with mask 0.
 3. Anything else is a drift: the request is rendered and tokenized whole and the trajectory forks
    (`Trajectory.fork`). Nothing is ever silently re-tokenized in place.
@@ -181,11 +181,10 @@ class Gateway:
         branch = session.trajectory.current
         suffix_ids: list[int] | None = None
         suffix_text = ""
-        if branch.ids and matched == len(session.log) and tools == session.tools:
-            history = fmt.render(restored[:matched], tools, False)
-            if history == session.text + session.pending and full.startswith(history):
-                suffix_text = session.pending + full[len(history):]
-                suffix_ids = fmt.encode(suffix_text)
+        recorded = session.text + session.pending
+        if branch.ids and matched == len(session.log) and tools == session.tools and full.startswith(recorded):
+            suffix_text = full[len(session.text):]
+            suffix_ids = fmt.encode(suffix_text)
         prompt_ids = branch.ids + suffix_ids if suffix_ids is not None else fmt.encode(full)
         budget = self._budget(session, branch, prompt_ids, extends=suffix_ids is not None)
         want = budget if max_tokens is None else min(int(max_tokens), budget)
