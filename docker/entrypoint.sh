@@ -15,7 +15,6 @@ PORT="${CODERL_PORT:-8080}"
 READY_TIMEOUT="${CODERL_READY_TIMEOUT:-180}"
 RESTART_DELAY="${CODERL_RESTART_DELAY:-1}"
 PIDFILE="${CODERL_SERVICE_PIDFILE:-/tmp/coderl-service.pid}"
-PY="$(command -v python3 || command -v python)"
 export CODERL_HOST="$HOST" CODERL_PORT="$PORT"
 
 log() { echo "entrypoint: $*" >&2; }
@@ -42,18 +41,6 @@ supervise() {
   rm -f "$PIDFILE"
 }
 
-ready() {
-  "$PY" - "$HOST" "$PORT" <<'PY'
-import sys, urllib.request
-host = "127.0.0.1" if sys.argv[1] in ("0.0.0.0", "::") else sys.argv[1]
-try:
-    with urllib.request.urlopen(f"http://{host}:{sys.argv[2]}/readyz", timeout=5) as r:
-        sys.exit(0 if r.status == 200 else 1)
-except Exception:
-    sys.exit(1)
-PY
-}
-
 supervise &
 SUPERVISOR=$!
 stop_service() { kill -TERM "$SUPERVISOR" 2>/dev/null; wait "$SUPERVISOR" 2>/dev/null; }
@@ -61,16 +48,15 @@ stop_service() { kill -TERM "$SUPERVISOR" 2>/dev/null; wait "$SUPERVISOR" 2>/dev
 trap 'log "stopped while starting"; stop_service; exit 143' TERM
 trap 'log "interrupted while starting"; stop_service; exit 130' INT
 
-deadline=$((SECONDS + READY_TIMEOUT))
-until ready; do
-  if ! kill -0 "$SUPERVISOR" 2>/dev/null; then  # it gave up: fail fast with the service's reason
-    wait "$SUPERVISOR"; exit $?
-  fi
-  if [ "$SECONDS" -ge "$deadline" ]; then
-    log "service not ready after ${READY_TIMEOUT}s"; stop_service; exit 1
-  fi
-  sleep 0.3
-done
+probe_host="$HOST"; case "$HOST" in 0.0.0.0|::) probe_host=127.0.0.1 ;; esac
+# in the background, so a signal's trap runs at once rather than after the probe
+coderl health "http://$probe_host:$PORT" --quiet --wait "$READY_TIMEOUT" --while-alive "$SUPERVISOR" &
+wait $!
+case $? in
+  0) ;;
+  3) wait "$SUPERVISOR"; exit $? ;;  # it gave up: fail fast with the service's reason
+  *) log "service not ready after ${READY_TIMEOUT}s"; stop_service; exit 1 ;;
+esac
 log "sandbox ready at http://$HOST:$PORT"
 
 [ "$#" -gt 0 ] || set -- bash

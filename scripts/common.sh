@@ -47,15 +47,11 @@ detect_device() {
 
 # Fail fast when the sandbox service is down: training would score every sample as a sandbox error.
 check_sandbox() {
-  local url="$1"
-  "$PYTHON" - "$url" <<'PY' || { echo "error: sandbox at $url is not ready (start it: scripts/start_sandbox.sh, or coderl serve)" >&2; exit 1; }
-import asyncio, sys
-from coderl.client import SandboxClient
-async def main():
-    async with SandboxClient(sys.argv[1].split(",")) as c:
-        return await c.health()
-sys.exit(0 if asyncio.run(main()) else 1)
-PY
+  local url="$1" one
+  for one in ${url//,/ }; do
+    "$PYTHON" -m coderl.cli health --quiet "$one" && return 0
+  done
+  echo "error: sandbox at $url is not ready (start it: scripts/start_sandbox.sh, or coderl serve)" >&2; exit 1
 }
 
 reward_file() {

@@ -23,11 +23,10 @@ command -v coderl >/dev/null || { echo "error: coderl is not installed (bash scr
 # The entrypoint supervises the service and, once it is ready, runs the keep-alive command.
 nohup "$ROOT/docker/entrypoint.sh" sleep infinity >> "$LOG_DIR/sandbox.log" 2>&1 &
 echo $! > "$SUPERVISOR_PID"
-for _ in $(seq 1 "${CODERL_READY_TIMEOUT:-180}"); do
-  if python3 -c "import sys, urllib.request; sys.exit(urllib.request.urlopen('http://127.0.0.1:${CODERL_PORT:-8080}/readyz', timeout=5).status != 200)" 2>/dev/null; then
-    echo "sandbox: ready at http://${CODERL_HOST:-127.0.0.1}:${CODERL_PORT:-8080} (log: $LOG_DIR/sandbox.log)"; exit 0
-  fi
-  kill -0 "$(cat "$SUPERVISOR_PID")" 2>/dev/null || { echo "error: sandbox failed to start; see $LOG_DIR/sandbox.log" >&2; tail -n 5 "$LOG_DIR/sandbox.log" >&2; exit 1; }
-  sleep 1
-done
-echo "error: sandbox not ready in time; see $LOG_DIR/sandbox.log" >&2; exit 1
+coderl health "http://127.0.0.1:${CODERL_PORT:-8080}" --quiet --wait "${CODERL_READY_TIMEOUT:-180}" \
+  --while-alive "$(cat "$SUPERVISOR_PID")"
+case $? in
+  0) echo "sandbox: ready at http://${CODERL_HOST:-127.0.0.1}:${CODERL_PORT:-8080} (log: $LOG_DIR/sandbox.log)" ;;
+  3) echo "error: sandbox failed to start; see $LOG_DIR/sandbox.log" >&2; tail -n 5 "$LOG_DIR/sandbox.log" >&2; exit 1 ;;
+  *) echo "error: sandbox not ready in time; see $LOG_DIR/sandbox.log" >&2; exit 1 ;;
+esac

@@ -26,6 +26,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--replicas", type=positive_int, default=_env_int("CODERL_REPLICAS"),
                    help="with --ray: replicas (CODERL_REPLICAS, default: one per node)")
     p.set_defaults(func=_serve)
+    h = subparsers.add_parser("health", help="is the sandbox service at URL ready? (exit 0 yes, 1 no)",
+                              description="Ask URL/readyz (a canary program judged right) once, or with --wait "
+                                          "until it answers or the time is up. Exit 0 ready, 1 not ready, 3 the "
+                                          "--while-alive process exited first.")
+    h.add_argument("url", help="the service, e.g. http://127.0.0.1:8080")
+    h.add_argument("--wait", type=float, default=0.0, metavar="SECONDS", help="keep asking for this long")
+    h.add_argument("--while-alive", type=positive_int, metavar="PID",
+                   help="stop waiting as soon as this process (the service or its supervisor) is gone")
+    h.add_argument("--quiet", "-q", action="store_true", help="no output, only the exit code")
+    h.set_defaults(func=_health)
 
 
 def _env_int(name: str) -> int | None:
@@ -58,3 +68,27 @@ def _serve(args: argparse.Namespace) -> int:
     uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level=settings.log_level,
                 access_log=False, timeout_graceful_shutdown=30)
     return 0
+
+
+def _health(args: argparse.Namespace) -> int:
+    import sys
+
+    from coderl.server.launch import wait_ready
+
+    def alive() -> bool:
+        if args.while_alive is None:
+            return True
+        try:
+            os.kill(args.while_alive, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            pass  # someone else's process: alive
+        return True
+
+    why = wait_ready(args.url, args.wait, alive)
+    if not args.quiet:
+        print(f"ready: {args.url}" if why is None else f"coderl health: {why}", file=sys.stdout if why is None else sys.stderr)
+    if why is None:
+        return 0
+    return 3 if not alive() else 1

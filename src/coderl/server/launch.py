@@ -11,7 +11,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import httpx
 
@@ -22,6 +22,27 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def wait_ready(url: str, timeout_s: float, alive: Callable[[], bool] = lambda: True) -> str | None:
+    """Poll ``url``/readyz until it answers 200 (None), ``timeout_s`` passes or ``alive()`` turns
+    false (the reason, one line). The one readiness probe: `coderl health`, the scripts, the
+    container entrypoint and `running_service` all wait through it."""
+    deadline = time.monotonic() + timeout_s
+    last = "no answer yet"
+    while True:
+        try:
+            response = httpx.get(url.rstrip("/") + "/readyz", timeout=5)
+            if response.status_code == 200:
+                return None
+            last = f"HTTP {response.status_code}: {response.text[:200]}"
+        except httpx.HTTPError as exc:
+            last = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        if not alive():
+            return f"the service exited before it was ready ({last})"
+        if time.monotonic() >= deadline:
+            return f"not ready at {url} after {timeout_s:g} s ({last})"
+        time.sleep(0.2)
 
 
 @contextlib.contextmanager
@@ -37,18 +58,10 @@ def running_service(*, slots: int = 2, timeout_s: float = 120.0, **flags: object
                             env={**os.environ, "PYTHONUNBUFFERED": "1"})
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + timeout_s
-        while True:
+        if (why := wait_ready(url, timeout_s, alive=lambda: proc.poll() is None)) is not None:
             if proc.poll() is not None:
                 raise SandboxError(f"coderl serve exited {proc.returncode}: {_tail(log.name)}")
-            try:
-                if httpx.get(url + "/readyz", timeout=5).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise SandboxError(f"coderl serve did not become ready in {timeout_s:g} s")
-            time.sleep(0.2)
+            raise SandboxError(f"coderl serve: {why}")
         yield url
     finally:
         with contextlib.suppress(ProcessLookupError):
