@@ -31,7 +31,6 @@ from coderl.judge.spec import TestSpec
 
 FILES = ["test.jsonl", "test2.jsonl", "test3.jsonl", "test4.jsonl", "test5.jsonl", "test6.jsonl"]
 DEFAULT_RELEASE, DEFAULT_START, DEFAULT_END = "release_v5", "2024-08-01", "2025-02-01"
-HUB_NAME = "livecodebench/code_generation_lite"
 _STATEMENT_KEYS = ("question_content", "question_title")
 
 

@@ -20,10 +20,6 @@ class Verdict(enum.StrEnum):
     def short(self) -> str:
         return _SHORT[self]
 
-    @property
-    def is_program_fault(self) -> bool:
-        return self not in (Verdict.ACCEPTED, Verdict.SANDBOX_ERROR, Verdict.SKIPPED)
-
 
 _SHORT = {
     Verdict.ACCEPTED: "AC",

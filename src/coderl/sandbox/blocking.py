@@ -1,7 +1,8 @@
 """A thin synchronous face for the async engine: its own event loop on a daemon thread.
 
-For callers that are not async (sync reward functions, the CLI, tests): one loop owns the slots'
-pipes, and every call is handed to it with ``run_coroutine_threadsafe``.
+For callers that are not async (`coderl judge`, `coderl sandbox doctor`, tests): one loop owns
+the slots' pipes, and every call is handed to it with ``run_coroutine_threadsafe``. (The reward
+and the evaluator are async and use the engine, or the service, directly.)
 """
 
 from __future__ import annotations

@@ -97,10 +97,6 @@ class Engine:
     def language(self, name: str) -> type[Language]:
         return languages.resolve(name, self._languages)
 
-    @property
-    def idle(self) -> int:
-        return self._idle.qsize() if self._idle else 0
-
     # ------------------------------------------------------------------ work
     async def execute(self, program: Program, inputs: Sequence[bytes | RunInput], limits: Limits = Limits(),
                       *, compile_limits: Limits | None = None, stop: StopRule | None = None,

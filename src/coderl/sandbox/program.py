@@ -21,7 +21,8 @@ def check_paths(paths: Iterable[str]) -> None:
 class Program:
     """What to run: source in a language, plus extra files placed next to it. ``prelude`` (Python
     only): run in a namespace that already holds LiveCodeBench's star-imports
-    (`coderl.sandbox.runner.LCB_PRELUDE`), loaded once per submission instead of once per test."""
+    (`coderl.sandbox.zygote.LCB_PRELUDE`), which the warm zygote loads once per submission, not
+    once per test; the runner leaves it out where no program could tell (``runner._needs_prelude``)."""
 
     language: str
     source: str
