@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.responses import JSONResponse, Response
 
 from coderl.agent import dialects
 from coderl.agent.gateway import ContextExhausted, Gateway, SessionConfig, SessionError
@@ -76,8 +76,9 @@ def create_app(gateway: Gateway, *, admin: bool = False) -> FastAPI:
             return JSONResponse(error(str(exc), "invalid_request_error", 400), status_code=400)
         except CoderlError as exc:
             return JSONResponse(error(str(exc), "api_error", 503), status_code=503)
-        if body.get("stream"):
-            return StreamingResponse(stream(turn, gateway.model_name), media_type="text/event-stream")
+        if body.get("stream"):  # the turn is complete: its events go out in one write, no thread hops
+            return Response("".join(stream(turn, gateway.model_name)), media_type="text/event-stream",
+                            headers={"Cache-Control": "no-cache"})
         return JSONResponse(whole(turn, gateway.model_name))
 
     def openai_parse(body: dict[str, Any]) -> tuple[list, Any]:
