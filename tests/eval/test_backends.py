@@ -163,5 +163,6 @@ def test_tool_mode_stops_at_the_turn_limit():
 
 def test_tool_mode_limits_are_trainings():
     config = yaml.safe_load((ROOT / "tool_config" / "code_interpreter.yaml").read_text())["tools"][0]["config"]
-    ours = (agent.DEFAULT_TIMEOUT_S, agent.MAX_TIMEOUT_S, agent.MEMORY_MB, agent.MAX_OUTPUT_CHARS)
-    assert ours == tuple(config[k] for k in ("default_timeout", "max_timeout", "memory_mb", "max_output_chars"))
+    from coderl.tools.schema import InterpreterSettings
+
+    assert agent.ToolAgent(None, None, 1).settings == InterpreterSettings.from_config(config) == InterpreterSettings()

@@ -1,6 +1,6 @@
 """Multi-turn evaluation with the `code_interpreter` tool, as in training: the model may run code in
-the sandbox between turns (same schema, same rendering and limits as the verl tool's defaults in
-tool_config/code_interpreter.yaml); the transcript keeps training's shape (tool calls and tool
+the sandbox between turns (the verl tool's own call, `coderl.tools.schema.call_interpreter`, with
+its defaults, which tool_config/code_interpreter.yaml repeats); the transcript keeps training's shape (tool calls and tool
 responses in tags), so the final answer is found the way the reward finds it."""
 
 from __future__ import annotations
@@ -9,19 +9,13 @@ import asyncio
 import json
 import re
 import time
-from typing import Any, Protocol
+from typing import Any
 
 from coderl.data.prompts import TOOL_SYSTEM_PROMPT
-from coderl.errors import BadRequest, CoderlError
 from coderl.eval.backends import Generation, Item, OpenAIBackend
-from coderl.tools.schema import CODE_INTERPRETER_SCHEMA, render
+from coderl.tools.schema import CODE_INTERPRETER_SCHEMA, InterpreterSettings, Runner, call_interpreter
 
 _TEXT_CALL = re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.S)
-DEFAULT_TIMEOUT_S, MAX_TIMEOUT_S, MEMORY_MB, MAX_OUTPUT_CHARS = 10.0, 30.0, 1024, 560
-
-
-class Runner(Protocol):
-    async def run(self, language: str, code: str, stdin: str, limits: dict[str, Any]) -> dict[str, Any]: ...
 
 
 def tool_prompt(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -32,10 +26,12 @@ def tool_prompt(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 class ToolAgent:
     per_sample = True
 
-    def __init__(self, backend: OpenAIBackend, sandbox: Runner, max_turns: int) -> None:
+    def __init__(self, backend: OpenAIBackend, sandbox: Runner, max_turns: int,
+                 settings: InterpreterSettings = InterpreterSettings()) -> None:
         self.backend = backend
         self.sandbox = sandbox
         self.max_turns = max_turns
+        self.settings = settings  # training's defaults (tool_config/code_interpreter.yaml)
 
     async def generate(self, items: list[Item]) -> list[Generation]:
         return list(await asyncio.gather(*(self.episode(tool_prompt(p["prompt"])) for p, _ in items)))
@@ -67,22 +63,7 @@ class ToolAgent:
         return Generation("\n".join(transcript), finish, calls_made, round(time.monotonic() - started, 3))
 
     async def _execute(self, args: dict[str, Any]) -> str:
-        code = args.get("code")
-        if not isinstance(code, str) or not code.strip():
-            return "error: `code` must be a non-empty string"
-        try:
-            timeout = float(args.get("timeout") or DEFAULT_TIMEOUT_S)
-        except (TypeError, ValueError):
-            timeout = DEFAULT_TIMEOUT_S
-        timeout = min(max(timeout, 0.1), MAX_TIMEOUT_S)
-        limits = {"cpu_s": timeout, "wall_s": timeout * 2, "memory_mb": MEMORY_MB}
-        try:
-            reply = await self.sandbox.run(str(args.get("language") or "python"), code, "", limits)
-        except BadRequest as exc:  # e.g. an unknown language: the model's to fix
-            return f"error: {exc}"
-        except CoderlError as exc:
-            return f"status: sandbox unavailable ({exc})"
-        return render(reply, MAX_OUTPUT_CHARS)[0]
+        return (await call_interpreter(self.sandbox, args, self.settings))[0]
 
 
 def _calls(message: dict[str, Any], content: str) -> list[tuple[str | None, dict[str, Any]]]:

@@ -10,8 +10,10 @@ unreachable sandbox (after the client's retries) as a status line that says it i
 program's fault, with ``sandbox_error`` in the call's metrics.
 
 Config keys (tool YAML): ``sandbox_url`` (comma-separated replicas; default ``CODERL_SANDBOX_URL``),
-``default_timeout``, ``max_timeout`` (seconds of CPU; wall clock is twice that), ``memory_mb``,
-``max_output_chars``, ``retries``.
+``retries``, and the limits of `coderl.tools.schema.InterpreterSettings` (``default_timeout``,
+``max_timeout``, ``memory_mb``, ``max_output_chars``), whose defaults the YAML repeats. The call
+itself (validation, clamping, error mapping) is `coderl.tools.schema.call_interpreter`, shared with
+the evaluator.
 """
 
 from __future__ import annotations
@@ -24,8 +26,8 @@ from typing import Any
 from verl.tools.base_tool import BaseTool
 from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
 
-from coderl.errors import BadRequest, CoderlError
-from coderl.tools.schema import CODE_INTERPRETER_SCHEMA, render
+from coderl.errors import CoderlError
+from coderl.tools.schema import CODE_INTERPRETER_SCHEMA, InterpreterSettings, call_interpreter
 
 
 class CodeInterpreterTool(BaseTool):
@@ -33,10 +35,7 @@ class CodeInterpreterTool(BaseTool):
         schema = tool_schema or OpenAIFunctionToolSchema.model_validate(CODE_INTERPRETER_SCHEMA)
         super().__init__(config, schema)
         self.sandbox_url = config.get("sandbox_url") or os.environ.get("CODERL_SANDBOX_URL") or ""
-        self.default_timeout_s = float(config.get("default_timeout", 10))
-        self.max_timeout_s = float(config.get("max_timeout", 30))
-        self.memory_mb = int(config.get("memory_mb", 1024))
-        self.max_output_chars = int(config.get("max_output_chars", 4000))
+        self.settings = InterpreterSettings.from_config(config)
         self.retries = int(config.get("retries", 3))
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
 
@@ -44,24 +43,12 @@ class CodeInterpreterTool(BaseTool):
         return self.tool_schema
 
     async def execute(self, instance_id: str, parameters: dict[str, Any], **kwargs: Any) -> tuple[ToolResponse, float, dict]:
-        code = parameters.get("code")
-        if not isinstance(code, str) or not code.strip():
-            return ToolResponse(text="error: `code` must be a non-empty string"), 0.0, {"tool_error": 1}
-        language = str(parameters.get("language") or "python")
-        try:
-            timeout = float(parameters.get("timeout") or self.default_timeout_s)
-        except (TypeError, ValueError):
-            timeout = self.default_timeout_s
-        timeout = min(max(timeout, 0.1), self.max_timeout_s)
-        limits = {"cpu_s": timeout, "wall_s": timeout * 2, "memory_mb": self.memory_mb}
-        try:
-            reply = await self._client().run(language, code, "", limits)
-        except BadRequest as exc:
-            return ToolResponse(text=f"error: {exc}"), 0.0, {"tool_error": 1}
-        except CoderlError as exc:
-            return ToolResponse(text=f"status: sandbox unavailable ({exc})"), 0.0, {"tool_error": 1, "sandbox_error": 1}
-        text, metrics = render(reply, self.max_output_chars)
+        text, metrics = await call_interpreter(self, parameters, self.settings)
         return ToolResponse(text=text), 0.0, metrics
+
+    async def run(self, language: str, code: str, stdin: str, limits: dict[str, Any]) -> dict[str, Any]:
+        """The sandbox service's /v1/run, through this event loop's client."""
+        return await self._client().run(language, code, stdin, limits)  # type: ignore[no-any-return]
 
     def _client(self) -> Any:
         from coderl.client import SandboxClient

@@ -1,9 +1,64 @@
-"""The `code_interpreter` tool's schema and how a run is shown to the model: shared by the verl
-tool (training) and the multi-turn evaluator, and free of verl imports."""
+"""The `code_interpreter` tool, free of verl imports: its schema, its defaults, one call (validate
+the model's arguments, clamp the timeout, run, map errors) and how a run is shown to the model.
+The verl tool (training, `code_interpreter.py`) and the multi-turn evaluator (`eval/agent.py`)
+both call `call_interpreter`, so what the model sees cannot drift between them."""
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from coderl.errors import BadRequest, CoderlError
+
+
+class Runner(Protocol):
+    """What runs the code: `coderl.client.SandboxClient` or anything with its ``run``."""
+
+    async def run(self, language: str, code: str, stdin: str, limits: dict[str, Any]) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class InterpreterSettings:
+    """The tool's limits; the defaults are tool_config/code_interpreter.yaml's (a test holds them
+    equal). ``max_output_chars``: stdout is cut in the middle past it, stderr past half of it."""
+
+    default_timeout_s: float = 10.0  # seconds of CPU when the model gives none; wall clock is twice that
+    max_timeout_s: float = 30.0  # the most a call may ask for
+    memory_mb: int = 1024
+    max_output_chars: int = 560
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any]) -> InterpreterSettings:
+        """From the tool YAML's ``config`` keys (``default_timeout``, ``max_timeout``, ``memory_mb``,
+        ``max_output_chars``); absent keys keep the defaults."""
+        d = cls()
+        return cls(default_timeout_s=float(config.get("default_timeout", d.default_timeout_s)),
+                   max_timeout_s=float(config.get("max_timeout", d.max_timeout_s)),
+                   memory_mb=int(config.get("memory_mb", d.memory_mb)),
+                   max_output_chars=int(config.get("max_output_chars", d.max_output_chars)))
+
+
+async def call_interpreter(sandbox: Runner, args: dict[str, Any],
+                           settings: InterpreterSettings = InterpreterSettings()) -> tuple[str, dict[str, Any]]:
+    """One tool call: the text the model sees and the call's metrics. A request the sandbox
+    rejects (no code, an unknown language) is ``error: ...`` for the model to fix; a sandbox that
+    cannot be reached is a status line saying it is not the program's fault (``sandbox_error``)."""
+    code = args.get("code")
+    if not isinstance(code, str) or not code.strip():
+        return "error: `code` must be a non-empty string", {"tool_error": 1}
+    try:
+        timeout = float(args.get("timeout") or settings.default_timeout_s)
+    except (TypeError, ValueError):
+        timeout = settings.default_timeout_s
+    timeout = min(max(timeout, 0.1), settings.max_timeout_s)
+    limits = {"cpu_s": timeout, "wall_s": timeout * 2, "memory_mb": settings.memory_mb}
+    try:
+        reply = await sandbox.run(str(args.get("language") or "python"), code, "", limits)
+    except BadRequest as exc:
+        return f"error: {exc}", {"tool_error": 1}
+    except CoderlError as exc:
+        return f"status: sandbox unavailable ({exc})", {"tool_error": 1, "sandbox_error": 1}
+    return render(reply, settings.max_output_chars)
 
 CODE_INTERPRETER_SCHEMA = {
     "type": "function",
