@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from coderl import __version__
-from coderl.errors import BadRequest, CoderlError
+from coderl.errors import CoderlError
 
 # Modules with `register(subparsers: argparse._SubParsersAction) -> None`. Keep them cheap to
 # import: heavy imports belong inside the handlers.
@@ -75,14 +75,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("coderl: interrupted", file=sys.stderr)
         return 130
-    except BadRequest as exc:
+    except CoderlError as exc:  # its class says the exit code (coderl.errors)
         _debug()
         print(f"coderl: error: {exc}", file=sys.stderr)
-        return 2
-    except CoderlError as exc:
-        _debug()
-        print(f"coderl: error: {exc}", file=sys.stderr)
-        return 3
+        return exc.exit_code
     except (FileNotFoundError, PermissionError, IsADirectoryError, ValueError) as exc:
         _debug()
         print(f"coderl: error: {exc}", file=sys.stderr)

@@ -4,17 +4,21 @@ Errors are split by who is at fault, like isolate's RE/XX split. A *program's* f
 answer, crash, timeout) is never an exception: it is a status in a result record. Exceptions are
 for the two other parties::
 
-    CoderlError
-    ├── BadRequest               the caller's fault: fix the request (HTTP 4xx, CLI exit 2)
-    │   ├── UnknownLanguage      language not supported or its toolchain is missing
-    │   ├── InvalidTestSpec      tests in a form we cannot read (names what is wrong)
+Each class says what it becomes at the two boundaries, as ``http_status`` (the server's answer)
+and ``exit_code`` (the `coderl` command's), so neither keeps an isinstance ladder::
+
+    CoderlError                  (HTTP 500, exit 3)
+    ├── BadRequest               the caller's fault: fix the request (HTTP 400, CLI exit 2)
+    │   ├── UnknownLanguage      language not supported or its toolchain is missing (422)
+    │   ├── InvalidTestSpec      tests in a form we cannot read (names what is wrong) (422)
     │   ├── UnsupportedProblem   e.g. interactive problems
-    │   └── NoCodeFound          a model response holds no program to run
+    │   └── NoCodeFound          a model response holds no program to run (422)
     ├── SandboxError             our fault: infrastructure, retry or drop the sample (HTTP 503)
     │   ├── IsolationUnavailable the host cannot provide the security boundary
     │   ├── SlotFailure          a runner died, hung or answered nonsense
     │   ├── DeadlineExceeded     the request's deadline passed (HTTP 504: retry)
     │   └── Overloaded           the bounded queue is full (HTTP 429)
+    ├── ClientDisconnected       the client went away (HTTP 499: only the log and metrics see it)
     └── ServiceError             talking to a coderl service over HTTP failed (client side)
         └── ServiceUnavailable   connection refused/reset, 429/503/504 after all retries
 """
@@ -25,12 +29,20 @@ from __future__ import annotations
 class CoderlError(Exception):
     """Base of every error coderl raises on purpose."""
 
+    http_status: int = 500
+    exit_code: int = 3
+
 
 class BadRequest(CoderlError):
     """The request is malformed; retrying it unchanged will fail again."""
 
+    http_status = 400
+    exit_code = 2
+
 
 class UnknownLanguage(BadRequest):
+    http_status = 422
+
     """A language we do not run; ``reason`` says why for one we know of (not packaged, ...)."""
 
     def __init__(self, language: str, supported: list[str] | tuple[str, ...], reason: str | None = None) -> None:
@@ -43,6 +55,8 @@ class UnknownLanguage(BadRequest):
 class InvalidTestSpec(BadRequest):
     """Tests that cannot be parsed; the message names the field and what is wrong with it."""
 
+    http_status = 422
+
 
 class UnsupportedProblem(BadRequest):
     """A problem kind we deliberately do not judge (interactive problems)."""
@@ -51,9 +65,13 @@ class UnsupportedProblem(BadRequest):
 class NoCodeFound(BadRequest):
     """A model response without any program in it."""
 
+    http_status = 422
+
 
 class SandboxError(CoderlError):
     """The sandbox failed, not the program: the caller should retry or drop the sample."""
+
+    http_status = 503
 
 
 class IsolationUnavailable(SandboxError):
@@ -67,13 +85,19 @@ class SlotFailure(SandboxError):
 class DeadlineExceeded(SandboxError):
     """The work did not finish within the request's deadline."""
 
+    http_status = 504
+
 
 class Overloaded(SandboxError):
     """The bounded work queue is full; retry after a short delay."""
 
+    http_status = 429
+
 
 class ClientDisconnected(CoderlError):
     """The client went away before its answer was ready; its work was cancelled."""
+
+    http_status = 499  # nginx's "client closed request": nobody reads it, the log and metrics do
 
 
 class ServiceError(CoderlError):

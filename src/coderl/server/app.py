@@ -9,13 +9,11 @@ isolation mode in ``X-Coderl-Isolation``; with ``--isolation none`` every JSON b
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable
-from typing import Any
+from collections.abc import AsyncIterator
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -24,94 +22,11 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from coderl import __version__
-from coderl.errors import (
-    BadRequest,
-    ClientDisconnected,
-    CoderlError,
-    DeadlineExceeded,
-    InvalidTestSpec,
-    NoCodeFound,
-    Overloaded,
-    SandboxError,
-    UnknownLanguage,
-)
-from coderl.judge import Judge, Submission
-from coderl.sandbox import Engine
-from coderl.server.admission import Admission
-from coderl.server.metrics import Metrics
+from coderl.errors import CoderlError
+from coderl.server.service import UNISOLATED_WARNING, Service
 from coderl.server.settings import Settings
 
 log = logging.getLogger("coderl.server")
-UNISOLATED_WARNING = "NO ISOLATION: programs run unsandboxed on the host (--isolation none)"
-
-
-class Service:
-    """What the routes share: the engine, the judge, admission, metrics."""
-
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-        self.engine = Engine(slots=settings.slots, isolation=settings.isolation)
-        self.judge = Judge(self.engine)
-        self.metrics = Metrics()
-        self.admission = Admission(settings.queue, on_reject=self.metrics.rejected.inc)
-        self.started = False
-        self._canary: tuple[float, bool, str] = (0.0, False, "not checked yet")
-
-    async def start(self) -> None:
-        await self.engine.start()
-        self.started = True
-        self.metrics.slots_total.set(self.engine.size)
-
-    async def stop(self) -> None:
-        self.started = False
-        await self.engine.close()
-
-    def meta(self) -> dict[str, Any]:
-        meta: dict[str, Any] = {"isolation": self.engine.isolation}
-        if self.engine.isolation == "none":
-            meta["warning"] = UNISOLATED_WARNING
-        return meta
-
-    async def judge_many(self, subs: list[Submission | BadRequest]) -> list[Any]:
-        """Judge submissions concurrently; a bad submission yields its error, not the batch's."""
-        with self.admission.admit(len(subs)):
-            return await asyncio.gather(*(self._judge_one(s) for s in subs))
-
-    async def _judge_one(self, sub: Submission | BadRequest) -> Any:
-        if isinstance(sub, BadRequest):  # the submission could not even be built
-            return sub
-        try:
-            result = await self.judge.judge(sub)
-        except BadRequest as exc:
-            return exc
-        self.metrics.verdicts.labels(result.verdict.value).inc()
-        self.metrics.test_cases.inc(result.total)
-        if result.sandbox_error:
-            self.metrics.sandbox_errors.inc()
-        return result
-
-    async def canary(self) -> tuple[bool, str]:
-        """Readiness: a known-correct program is accepted and a known-wrong one rejected."""
-        checked_at, ok, why = self._canary
-        if time.monotonic() - checked_at < 5.0:
-            return ok, why
-        spec = {"mode": "stdio", "cases": [{"input": "2 3\n", "output": "5\n"}]}
-        good = Submission(code="a, b = map(int, input().split())\nprint(a + b)", spec=spec)
-        bad = Submission(code="print(6)", spec=spec)
-        try:
-            right, wrong = await asyncio.gather(self.judge.judge(good), self.judge.judge(bad))
-            ok = right.accepted and wrong.verdict.value == "wrong_answer"
-            why = "canary passed" if ok else f"canary failed: good={right.verdict.value}, bad={wrong.verdict.value}"
-        except CoderlError as exc:
-            ok, why = False, f"canary failed: {exc}"
-        self._canary = (time.monotonic(), ok, why)
-        return ok, why
-
-    def observe(self) -> None:
-        """Gauges are read from the live state when /metrics is scraped, whatever route changed it."""
-        self.metrics.queue_depth.set(self.admission.admitted)
-        self.metrics.slots_busy.set(self.engine.busy)
-        self.metrics.slot_restarts.set(self.engine.slot_restarts)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -220,62 +135,13 @@ def _install_errors(app: FastAPI, service: Service) -> None:
 
     @app.exception_handler(CoderlError)
     async def coderl_error(_request: Request, exc: CoderlError) -> JSONResponse:
-        return _error(status_for(exc), str(exc), service)
+        return _error(exc.http_status, str(exc), service)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
         return _error(exc.status_code, str(exc.detail), service)
 
 
-def status_for(exc: CoderlError) -> int:
-    if isinstance(exc, ClientDisconnected):
-        return 499  # nginx's "client closed request": nobody reads it, the log and metrics do
-    if isinstance(exc, Overloaded):
-        return 429
-    if isinstance(exc, DeadlineExceeded):
-        return 504
-    if isinstance(exc, UnknownLanguage | InvalidTestSpec | NoCodeFound):
-        return 422
-    if isinstance(exc, BadRequest):
-        return 400
-    if isinstance(exc, SandboxError):
-        return 503
-    return 500
-
-
 def _error(status: int, detail: str, service: Service) -> JSONResponse:
     headers = {"Retry-After": "1"} if status in (429, 503, 504) else None
     return JSONResponse({"detail": detail, **service.meta()}, status_code=status, headers=headers)
-
-
-def service_of(request: Request) -> Service:
-    return request.app.state.service  # type: ignore[no-any-return]
-
-
-async def cancel_on_disconnect(request: Request, work: Awaitable[Any], timeout_s: float) -> Any:
-    """Run ``work``; cancel it if the client goes away (ClientDisconnected: a 499 in the log and
-    metrics, never a crash) or the deadline passes (504)."""
-    task = asyncio.ensure_future(work)
-    gone = False
-
-    async def watch() -> None:
-        nonlocal gone
-        while not task.done():
-            await asyncio.sleep(0.25)  # first: most requests end before the first check
-            if await request.is_disconnected():
-                gone = True
-                task.cancel()
-                return
-
-    watcher = asyncio.ensure_future(watch())
-    try:
-        return await asyncio.wait_for(task, timeout_s)
-    except TimeoutError:
-        raise DeadlineExceeded(f"request took longer than its deadline of {timeout_s:g} s") from None
-    except asyncio.CancelledError:
-        if gone:
-            raise ClientDisconnected("the client disconnected; its work was cancelled") from None
-        raise
-    finally:
-        watcher.cancel()
-

@@ -22,9 +22,9 @@ from coderl.judge.result import STATUS_VERDICT
 from coderl.sandbox import CompileResult, Limits, Program, RunInput, RunResult, RunStatus
 from coderl.sandbox.engine import COMPILE_LIMITS
 from coderl.sandbox.program import check_paths
-from coderl.server.app import cancel_on_disconnect, service_of
 from coderl.server.models import EvalRequest, RunCodeRequest
 from coderl.server.scalebox import AssertPrograms, read_tests
+from coderl.server.service import cancel_on_disconnect, service_of
 
 router = APIRouter()
 #: SandboxFusion/ScaleBox language names that are not our names or aliases.

@@ -12,8 +12,8 @@ from coderl.errors import BadRequest
 from coderl.judge import DEFAULT_LIMITS, JudgeResult, Submission
 from coderl.judge.formats import to_spec
 from coderl.sandbox import Limits, Program, runtime_env
-from coderl.server.app import cancel_on_disconnect, service_of
 from coderl.server.models import JudgeRequest, RunRequest, SubmissionIn
+from coderl.server.service import cancel_on_disconnect, service_of
 
 router = APIRouter()
 

@@ -24,7 +24,7 @@ from coderl.agent.repo_store import RepoStore
 from coderl.agent.repo_task import InvalidTask, RepoTask
 from coderl.errors import BadRequest
 from coderl.sandbox.session import SessionHost
-from coderl.server.app import cancel_on_disconnect, service_of
+from coderl.server.service import cancel_on_disconnect, service_of
 
 router = APIRouter()
 _lock = asyncio.Lock()
