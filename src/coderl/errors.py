@@ -41,9 +41,9 @@ class BadRequest(CoderlError):
 
 
 class UnknownLanguage(BadRequest):
-    http_status = 422
-
     """A language we do not run; ``reason`` says why for one we know of (not packaged, ...)."""
+
+    http_status = 422
 
     def __init__(self, language: str, supported: list[str] | tuple[str, ...], reason: str | None = None) -> None:
         self.language = language
