@@ -5,16 +5,18 @@
 #   <prefix>/node    node_modules from docker/runtime-node/package-lock.json (npm ci)
 # The engine binds <prefix> read-only into every slot (coderl.sandbox.runtime_env); run it outside
 # the sandbox (setup.sh, the image build), never per request.
-# Usage: scripts/build_runtime.sh [prefix] [python]   (defaults: .runtime, the base interpreter of .venv)
+# The engine binds <prefix> at the same path inside the sandbox: keep it a path that says nothing of
+# the host (the default, not a home or a checkout).
+# Usage: scripts/build_runtime.sh [prefix] [python]   (defaults: /opt/coderl/runtime, .venv's base interpreter)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PREFIX="${1:-.runtime}"
+PREFIX="${1:-/opt/coderl/runtime}"
 PY="${2:-.venv/bin/python}"
 BASE=$("$PY" -c 'import os, sys; print(os.path.realpath(getattr(sys, "_base_executable", sys.executable)))')
 stamp="$PREFIX/.built-$(cat docker/runtime-python.txt docker/runtime-node/package-lock.json | sha256sum | cut -c1-16)"
 if [ -f "$stamp" ] && [ -x "$PREFIX/python/bin/python" ]; then exit 0; fi
 echo "runtime: building the sandbox's runtime packages in $PREFIX (Python: $BASE)"
-rm -rf "$PREFIX"
+rm -rf "$PREFIX/python" "$PREFIX/node" "$PREFIX"/.built-*
 mkdir -p "$PREFIX"
 "$BASE" -m venv "$PREFIX/python"
 "$PREFIX/python/bin/python" -m pip install -q --no-cache-dir --no-deps --only-binary=:all: -r docker/runtime-python.txt

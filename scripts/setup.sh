@@ -57,4 +57,8 @@ if [ ! -f "$stamp" ]; then
   touch "$stamp"
 fi
 # the packages programs may import, pinned, in a venv of their own the sandbox binds read-only
-scripts/build_runtime.sh .runtime .venv/bin/python
+runtime="${CODERL_RUNTIME_PREFIX:-/opt/coderl/runtime}"
+if ! mkdir -p "$runtime" 2>/dev/null || [ ! -w "$runtime" ]; then
+  sudo mkdir -p "$runtime" && sudo chown "$(id -u):$(id -g)" "$runtime"
+fi
+scripts/build_runtime.sh "$runtime" .venv/bin/python

@@ -3,8 +3,10 @@ sortedcontainers, ... for Python; lodash for Node), built outside the sandbox by
 ``scripts/build_runtime.sh`` from the pinned lists in ``docker/`` and bound read-only into every
 slot. It is a venv of its own, so the service's virtualenv (its packages, its secrets) never is.
 
-Where it is: ``CODERL_RUNTIME_PREFIX``, else ``/opt/coderl/runtime`` (the image), else ``.runtime``
-in the checkout (``scripts/setup.sh``). Without one the sandbox runs the bare base interpreter.
+Where it is: ``CODERL_RUNTIME_PREFIX``, else ``/opt/coderl/runtime`` (what ``scripts/setup.sh`` and
+the image build). It is bound at the same path inside, so it should name nothing of the host's
+(``/opt/coderl/runtime`` and not a path in a home or a checkout, which a program would then see).
+Without one the sandbox runs the bare base interpreter.
 """
 
 from __future__ import annotations
@@ -15,18 +17,14 @@ import os
 from importlib import metadata
 from pathlib import Path
 
-IMAGE_PREFIX = "/opt/coderl/runtime"
-CHECKOUT_PREFIX = Path(__file__).resolve().parents[3] / ".runtime"  # src/coderl/sandbox/ -> the checkout
+DEFAULT_PREFIX = "/opt/coderl/runtime"
 
 
 @functools.cache
 def runtime_prefix() -> str | None:
     """The runtime environment's directory, or None when none is built."""
-    chosen = os.environ.get("CODERL_RUNTIME_PREFIX")
-    for candidate in ([chosen] if chosen else [IMAGE_PREFIX, str(CHECKOUT_PREFIX)]):
-        if os.path.isfile(os.path.join(candidate, "python", "pyvenv.cfg")):
-            return os.path.abspath(candidate)
-    return None
+    candidate = os.environ.get("CODERL_RUNTIME_PREFIX") or DEFAULT_PREFIX
+    return os.path.abspath(candidate) if os.path.isfile(os.path.join(candidate, "python", "pyvenv.cfg")) else None
 
 
 def runtime_python() -> str | None:
