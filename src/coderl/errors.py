@@ -108,6 +108,20 @@ class ServiceUnavailable(ServiceError):
     """The service could not be reached or kept refusing work after every retry."""
 
 
+def to_wire(exc: CoderlError) -> dict[str, str]:
+    """A per-item error as the service answers it: ``{"type": <class name>, "message"}``."""
+    return {"type": type(exc).__name__, "message": str(exc)}
+
+
+def from_wire(error: dict[str, str]) -> CoderlError:
+    """The error a per-item ``{"type", "message"}`` stands for, as its class in this tree (a name
+    the tree lacks: a plain CoderlError), so callers test it with isinstance, not by its name."""
+    kind = _BY_NAME.get(str(error.get("type")), CoderlError)
+    exc = kind.__new__(kind)
+    Exception.__init__(exc, str(error.get("message", "")))
+    return exc
+
+
 __all__ = [
     "BadRequest",
     "ClientDisconnected",
@@ -123,4 +137,11 @@ __all__ = [
     "SlotFailure",
     "UnknownLanguage",
     "UnsupportedProblem",
+    "from_wire",
+    "to_wire",
 ]
+
+_BY_NAME: dict[str, type[CoderlError]] = {
+    cls.__name__: cls for cls in (BadRequest, ClientDisconnected, CoderlError, DeadlineExceeded, InvalidTestSpec,
+                                  IsolationUnavailable, NoCodeFound, Overloaded, SandboxError, ServiceError,
+                                  ServiceUnavailable, SlotFailure, UnknownLanguage, UnsupportedProblem)}

@@ -16,7 +16,7 @@ import asyncio
 import time
 from typing import Any
 
-from coderl.errors import BadRequest, CoderlError, NoCodeFound, ServiceUnavailable
+from coderl.errors import BadRequest, CoderlError, NoCodeFound, ServiceUnavailable, from_wire, to_wire
 from coderl.eval.backends import Generation, Item
 from coderl.judge.extract import extract_lcb
 from coderl.reward.answer import final_answer
@@ -76,7 +76,7 @@ class Scorer:
             try:
                 subs[i] = self._submission(p["tests"], final_answer(g.text).text)
             except NoCodeFound as exc:
-                results[i] = {"verdict": None, "error": {"type": "NoCodeFound", "message": str(exc)}}
+                results[i] = {"verdict": None, "error": to_wire(exc)}
         for i, r in zip(subs, await self._judge(list(subs.values())), strict=True):
             results[i] = r
         for attempt in range(RETRIES):
@@ -130,19 +130,19 @@ class Scorer:
             res = await self.judge.judge(Submission(spec=s["tests"], response=s.get("response"), code=s.get("code"),
                                                     language="python", limits=Limits(**s["limits"])))
         except BadRequest as exc:  # no code block, or a language the tests cannot judge
-            return {"verdict": None, "error": {"type": type(exc).__name__, "message": str(exc)}}
+            return {"verdict": None, "error": to_wire(exc)}
         except CoderlError as exc:
             return _sandbox_error(exc)
         return res.to_dict(include_output=False)
 
 
 def _sandbox_error(exc: Exception) -> dict[str, Any]:
-    return {"verdict": "sandbox_error", "error": {"type": type(exc).__name__, "message": str(exc)}}
+    return {"verdict": "sandbox_error", "error": to_wire(exc)}
 
 
 def _record(problem: dict[str, Any], sample: int, gen: Generation, res: dict[str, Any]) -> dict[str, Any]:
     error = res.get("error") or {}
-    no_code = error.get("type") == "NoCodeFound"
+    no_code = bool(error) and isinstance(from_wire(error), NoCodeFound)
     verdict = "no_code" if no_code else (res.get("verdict") or "sandbox_error")
     return {
         "question_id": str(problem["question_id"]), "sample": sample, "difficulty": problem.get("difficulty") or "",

@@ -31,7 +31,7 @@ import warnings
 import weakref
 from typing import Any
 
-from coderl.errors import BadRequest, CoderlError
+from coderl.errors import BadRequest, CoderlError, NoCodeFound, from_wire, to_wire
 from coderl.judge import Verdict
 from coderl.reward.answer import final_answer
 from coderl.reward.samples_log import log_sample
@@ -67,9 +67,10 @@ async def compute_score(data_source: str, solution_str: str, ground_truth: Any, 
         try:
             result = await _judge(url, submission)
         except BadRequest as exc:  # the tests themselves are broken: not the model's fault either
-            result = {"verdict": None, "error": {"type": type(exc).__name__, "message": str(exc)}}
-        except CoderlError as exc:  # unreachable / overloaded after the client's own retries
-            result = {"verdict": "sandbox_error", "error": {"type": type(exc).__name__, "message": str(exc)}}
+            result = {"verdict": None, "error": to_wire(exc)}
+        except CoderlError as exc:  # unreachable / overloaded after the client's own retries: not again
+            result = {"verdict": "sandbox_error", "error": to_wire(exc)}
+            break
         if result.get("verdict") != "sandbox_error" or attempt == retries:
             break
         await asyncio.sleep(min(10.0, 0.5 * 2 ** attempt) * random.uniform(0.5, 1.0))
@@ -97,7 +98,7 @@ def _score(out: dict[str, Any], result: dict[str, Any], score_mode: str, format_
     error = result.get("error") or {}
     if error:
         out["error"] = f"{error.get('type', 'Error')}: {error.get('message', '')}"[:300]
-    if error.get("type") == "NoCodeFound":
+    if error and isinstance(from_wire(error), NoCodeFound):
         out.update(score=float(format_penalty), verdict="no_code")
         return out
     verdict = result.get("verdict")
@@ -162,5 +163,5 @@ async def _embedded_judge(loop: asyncio.AbstractEventLoop, s: dict[str, Any]) ->
             spec=s["tests"], response=s["response"], language=s["language"], limits=Limits(**s["limits"]),
             total_time_s=s["total_time_s"], stop_on_first_failure=s["stop_on_first_failure"]))
     except BadRequest as exc:
-        return {"verdict": None, "error": {"type": type(exc).__name__, "message": str(exc)}}
+        return {"verdict": None, "error": to_wire(exc)}
     return res.to_dict(include_output=False)

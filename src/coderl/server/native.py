@@ -8,7 +8,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
 from coderl import __version__
-from coderl.errors import BadRequest
+from coderl.errors import BadRequest, to_wire
 from coderl.judge import DEFAULT_LIMITS, JudgeResult, Submission
 from coderl.judge.formats import to_spec
 from coderl.sandbox import Limits, Program, runtime_env
@@ -46,7 +46,7 @@ def _result(s: SubmissionIn, outcome: Any) -> dict[str, Any]:
     if isinstance(outcome, JudgeResult):
         return {"id": s.id, **outcome.to_dict(include_output=s.include_output)}
     return {"id": s.id, "verdict": None, "accepted": False,
-            "error": {"type": type(outcome).__name__, "message": str(outcome)}}
+            "error": to_wire(outcome)}
 
 
 @router.post("/v1/run", summary="Run one program on one stdin (what a tool call needs)")
