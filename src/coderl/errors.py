@@ -48,6 +48,7 @@ class UnknownLanguage(BadRequest):
     def __init__(self, language: str, supported: list[str] | tuple[str, ...], reason: str | None = None) -> None:
         self.language = language
         self.supported = list(supported)
+        self.reason = reason
         what = f"language {language!r} is not available: {reason}" if reason else f"unknown language {language!r}"
         super().__init__(f"{what}; supported: {', '.join(sorted(supported))}")
 

@@ -42,7 +42,7 @@ def test_every_language_is_served(service_url):
         resp = httpx.post(service_url + "/v1/run", json={"language": name, "code": "println(1)"})
         assert resp.status_code == 422 and why in resp.json()["detail"], resp.text
         resp = httpx.post(service_url + "/run_code", json={"language": name, "code": "println(1)"})
-        assert resp.status_code == 422 and name in resp.json()["detail"], resp.text
+        assert resp.status_code == 422 and why in resp.json()["detail"], resp.text
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
-import contextlib
 import dataclasses
 from typing import Any
 
@@ -127,11 +126,14 @@ def _command(run: RunResult, *, sandbox_error: bool = False) -> dict[str, Any]:
 def _sf_language(name: str, service: Any) -> str:
     """Our language for a SandboxFusion/ScaleBox name: any name or alias the engine knows
     (case-insensitive), else our name for their spelling."""
+    unknown: list[UnknownLanguage] = []
     for candidate in (name, _SF_NAMES.get(name.lower())):
         if candidate is not None:
-            with contextlib.suppress(UnknownLanguage):
+            try:
                 return service.engine.language(candidate).name
-    raise UnknownLanguage(name, sorted(service.engine.languages()))
+            except UnknownLanguage as exc:
+                unknown.append(exc)
+    raise next((exc for exc in unknown if exc.reason), unknown[0])  # one that says why (julia, not installed)
 
 
 @router.post("/common_evaluate_batch", summary="ScaleBox batch evaluation of one completion")
