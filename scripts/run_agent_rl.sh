@@ -17,7 +17,7 @@ detect_device
 MODEL_PATH="${MODEL_PATH:-$CODERL_ROOT/checkpoints/sft/merged}"
 TRAIN_FILES="${TRAIN_FILES:-$CODERL_ROOT/data/swe/train.parquet}"
 VAL_FILES="${VAL_FILES:-$CODERL_ROOT/data/swe/validation.parquet}"
-AGENT_LOOPS="${AGENT_LOOPS:-$CODERL_ROOT/tool_config/agent_loop.yaml}"
+AGENT_LOOPS="${AGENT_LOOPS:-$CODERL_ROOT/tool_config/agent_loop.yaml}"  # empty counts as unset
 SANDBOX_URL="${SANDBOX_URL:-http://127.0.0.1:8080}"
 PROJECT="${PROJECT:-coderl}"
 EXPERIMENT="${EXPERIMENT:-qwen3-1.7b-agent-rl}"

@@ -160,3 +160,24 @@ def test_agent_loop_in_session_sandbox(tiny_model, tokenizer, tmp_path):
     check_output(out.response_ids, out.response_mask, out.response_logprobs, out.prompt_ids, server, tokenizer)
     assert out.reward_score == 1.0  # solution.py came out of the sandbox as the episode's diff
     assert "outside: blocked" in out.extra_fields["agent_output_tail"]
+
+
+def test_run_agent_rl_dry_run(tmp_path):
+    """scripts/run_agent_rl.sh --dry-run: the agent-loop YAML is checked first (a misspelled option
+    fails in one line), then verl's whole composed config (OK with warnings on a bare machine)."""
+    import os
+    import subprocess
+
+    root = HERE.parents[1]
+    bad = tmp_path / "loops.yaml"
+    bad.write_text("- name: coderl_gateway_agent\n  _target_: coderl.agent.loop.GatewayAgentLoop\n"
+                   "  command: mini {base_url}\n  timeout: 5\n")
+    env = {**os.environ, "AGENT_LOOPS": str(bad)}
+    done = subprocess.run(["bash", str(root / "scripts" / "run_agent_rl.sh"), "--dry-run"], capture_output=True,
+                          text=True, timeout=300, env=env)
+    assert done.returncode == 1 and "unknown option(s) timeout" in done.stderr
+    done = subprocess.run(["bash", str(root / "scripts" / "run_agent_rl.sh"), "--dry-run"], capture_output=True,
+                          text=True, timeout=600, env={**os.environ, "AGENT_LOOPS": ""})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "agent loops:" in done.stdout and "dry-run: OK (rl)" in done.stdout
+    assert "agent loop coderl_gateway_agent" in done.stdout
