@@ -181,3 +181,41 @@ def test_run_agent_rl_dry_run(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     assert "agent loops:" in done.stdout and "dry-run: OK (rl)" in done.stdout
     assert "agent loop coderl_gateway_agent" in done.stdout
+
+
+def test_agent_loop_repo_task_scored_by_the_grader(tiny_model, tokenizer, tmp_path):
+    """A repository task row of `coderl data swe`: the harness (in a session sandbox over the task's
+    snapshot) applies the fix the model's scripted turn writes; the episode's diff is graded in a
+    fresh sandbox by part 2's grader (score: repo): resolved, reward 1.0."""
+    import pandas as pd
+    from verl.experimental.agent_loop.agent_loop import DictConfigWrap, ToolListWrap
+    from verl.utils.dataset.rl_dataset import RLHFDataset
+
+    from coderl.agent.loop import GatewayAgentLoop
+    from coderl.agent.repo_task import RepoTask
+    from coderl.data.swe import build_swe
+    from coderl.sandbox import isolation
+
+    build_swe("builtin", tmp_path / "swe", repos_dir=None, cache_dir=tmp_path / "cache")
+    row = pd.read_parquet(tmp_path / "swe" / "train.parquet").iloc[0].to_dict()
+    extra_info = dict(row["extra_info"])
+    gold = RepoTask.from_row(json.loads(extra_info["task"])).gold_patch
+    cmd = f"cat > /tmp/fix.diff <<'EOF'\n{gold}EOF\ngit apply /tmp/fix.diff && echo applied"
+    call = json.dumps({"name": "bash", "arguments": {"cmd": cmd}})
+    server = ScriptedServer(tokenizer, [char_ids(tokenizer, f"Applying the fix.\n<tool_call>\n{call}\n</tool_call>"),
+                                        char_ids(tokenizer, "Fixed.")])
+    command = f"{isolation.sandbox_python()} {HERE / 'scripted_agent.py'}"
+    cfg = config(tiny_model, tmp_path, "sandbox", command, [str(HERE)])
+
+    async def main():
+        loop = GatewayAgentLoop(trainer_config=DictConfigWrap(cfg), server_manager=server, tokenizer=tokenizer,
+                                processor=None, dataset_cls=RLHFDataset, data_config=DictConfigWrap(cfg.data),
+                                hf_model_type="qwen2", tools=ToolListWrap([]), command=command,
+                                placement="sandbox", timeout_s=180, harness_binds=[str(HERE)], score="repo")
+        return await loop.run({"temperature": 1.0}, raw_prompt=list(row["prompt"]), data_source=row["data_source"],
+                              reward_model=dict(row["reward_model"]), extra_info=extra_info)
+
+    out = asyncio.run(main())
+    assert out.extra_fields["sandbox_error"] == 0, out.extra_fields
+    assert "applied" in tokenizer.decode(out.response_ids)
+    assert out.extra_fields["verdict"] == "resolved" and out.reward_score == 1.0, out.extra_fields
