@@ -197,7 +197,7 @@ def _gloo_only(*args: Any, **kwargs: Any) -> Any:
     """verl's ``initialize_global_process_group[_ray]`` asks for ``f"cpu:gloo,{device}:{backend}"``,
     which on this platform is ``cpu:gloo,cpu:gloo``: torch rejects a device named twice. One gloo
     group serves both."""
-    if PLATFORM == os.environ.get("VERL_PLATFORM", "").strip().lower():
+    if os.environ.get("VERL_PLATFORM", "").strip().lower() == PLATFORM:
         backend = kwargs.get("backend")
         if isinstance(backend, str) and set(backend.split(",")) == {"cpu:gloo"}:
             kwargs["backend"] = "gloo"
