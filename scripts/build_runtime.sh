@@ -13,6 +13,17 @@ cd "$(dirname "$0")/.."
 PREFIX="${1:-/opt/coderl/runtime}"
 PY="${2:-.venv/bin/python}"
 BASE=$("$PY" -c 'import os, sys; print(os.path.realpath(getattr(sys, "_base_executable", sys.executable)))')
+# Go: the standard packages whose shipped archives are stale under the sandbox's CGO_ENABLED=0 (net, ...),
+# built once into a cache the Go recipe links each submission's private cache to (read-only)
+if command -v go >/dev/null && [ ! -d "$PREFIX/go-cache" ]; then
+  echo "runtime: prebuilding Go's standard library cache in $PREFIX/go-cache"
+  mkdir -p "$PREFIX"
+  gopath=$(mktemp -d)
+  GOCACHE="$PREFIX/go-cache.tmp" GOPATH="$gopath" GO111MODULE=off CGO_ENABLED=0 GOFLAGS= go build std
+  rm -rf "$gopath" "$PREFIX/go-cache.tmp/trim.txt"
+  mv "$PREFIX/go-cache.tmp" "$PREFIX/go-cache"
+  chmod -R a+rX "$PREFIX/go-cache"
+fi
 stamp="$PREFIX/.built-$(cat docker/runtime-python.txt docker/runtime-node/package-lock.json | sha256sum | cut -c1-16)"
 if [ -f "$stamp" ] && [ -x "$PREFIX/python/bin/python" ]; then exit 0; fi
 echo "runtime: building the sandbox's runtime packages in $PREFIX (Python: $BASE)"

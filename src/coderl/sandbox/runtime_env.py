@@ -41,6 +41,14 @@ def node_path() -> str | None:
     return path if path and os.path.isdir(path) else None
 
 
+def go_cache() -> str | None:
+    """A Go build cache holding the standard packages Go builds under CGO_ENABLED=0 (read-only; the
+    Go recipe seeds each submission's private cache with links to it)."""
+    prefix = runtime_prefix()
+    path = os.path.join(prefix, "go-cache") if prefix else None
+    return path if path and os.path.isdir(path) else None
+
+
 @functools.cache
 def packages() -> dict[str, dict[str, str]]:
     """What the runtime holds, by language: ``{"python": {name: version}, "javascript": {...}}``
