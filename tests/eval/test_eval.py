@@ -174,11 +174,11 @@ def test_responses_file_sets_n_and_is_refused_when_it_cannot_fill_it(tmp_path):
 
 def test_unreachable_sandbox_url_is_named(tmp_path):
     responses = tmp_path / "r.jsonl"
-    responses.write_text(json.dumps({"question_id": "p1", "response": "print(3)"}) + "\n")
+    responses.write_text(json.dumps({"question_id": "p1", "response": "```python\nprint(3)\n```"}) + "\n")
     url = f"http://127.0.0.1:{free_port()}"
     done = coderl("eval", "lcb", "--problems", problems_dir(tmp_path), "--out", str(tmp_path / "o"), "--limit", "1",
                   "--backend", "responses", "--responses", str(responses), "--sandbox-url", url)
-    assert done.returncode == 3 and url in done.stderr and "not reachable" in done.stderr, done.stderr
+    assert done.returncode == 1 and url in done.stderr and "not reachable" in done.stderr, done.stderr
 
 
 @pytest.mark.parametrize("extra, message", [

@@ -13,10 +13,11 @@ output directory. It is never scored as a wrong answer.
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
 from typing import Any
 
-from coderl.errors import BadRequest, CoderlError, NoCodeFound, ServiceUnavailable, from_wire, to_wire
+from coderl.errors import BadRequest, CoderlError, NoCodeFound, from_wire, to_wire
 from coderl.eval.backends import Generation, Item
 from coderl.judge.extract import extract_lcb
 from coderl.reward.answer import final_answer
@@ -39,34 +40,29 @@ class Scorer:
         self.extraction = extraction
         self.sandbox_url = sandbox_url
         self.limits = {"cpu_s": cpu_s, "wall_s": cpu_s * 2 + 1, "memory_mb": memory_mb}
-        self.client: Any = None
-        self.engine: Any = None
-        self.judge: Any = None
+        self.client: Any = None  # SandboxClient, or
+        self.local: Any = None  # LocalSandbox: the same judge/run
 
     async def __aenter__(self) -> Scorer:
         if self.sandbox_url:
             from coderl.client import SandboxClient
 
             self.client = SandboxClient([u for u in self.sandbox_url.split(",") if u])
-            if not await self.client.health():  # a wrong URL said at once, not as N sandbox errors in samples.jsonl
-                await self.client.aclose()
-                raise ServiceUnavailable(f"the sandbox at --sandbox-url {self.sandbox_url} is not reachable or not "
-                                         f"ready (start it with scripts/start_sandbox.sh, or leave --sandbox-url "
-                                         f"out for an in-process engine)")
+            if not await self.client.health():  # said at once, not only as N sandbox errors in samples.jsonl
+                print(f"coderl: warning: the sandbox at --sandbox-url {self.sandbox_url} is not reachable or not "
+                      f"ready (start it with scripts/start_sandbox.sh, or leave --sandbox-url out for an in-process "
+                      f"engine); samples are kept as sandbox errors and judged by the next run", file=sys.stderr)
         else:
-            from coderl.judge import Judge
-            from coderl.sandbox import Engine
+            from coderl.local import LocalSandbox
 
-            self.engine = Engine()
-            await self.engine.start()
-            self.judge = Judge(self.engine)
+            self.local = await LocalSandbox().__aenter__()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         if self.client is not None:
             await self.client.aclose()
-        if self.engine is not None:
-            await self.engine.close()
+        if self.local is not None:
+            await self.local.aclose()
 
     async def score(self, items: list[Item], generations: list[Generation]) -> list[dict[str, Any]]:
         """One record per sample: ids, response, extracted code, verdicts, per-test timings."""
@@ -99,41 +95,18 @@ class Scorer:
         return {**sub, "code": extract_lcb(answer).code}
 
     async def run(self, language: str, code: str, stdin: str, limits: dict[str, Any]) -> dict[str, Any]:
-        """One program on one stdin, shaped like the service's /v1/run reply (for the tool)."""
-        if self.client is not None:
-            return await self.client.run(language, code, stdin, limits)
-        from coderl.sandbox import Limits, Program
-
-        ex = await self.engine.execute(Program(language, code), [stdin.encode()], Limits(**limits))
-        compile_info = None
-        if ex.compile is not None and not ex.compile.ok:
-            compile_info = {"ok": False, "sandbox_error": ex.compile.sandbox_error, "message": ex.compile.message[:8000]}
-        return {"compile": compile_info, "run": ex.results[0].to_dict()}
+        """One program on one stdin, the service's /v1/run reply (for the tool)."""
+        return await (self.client or self.local).run(language, code, stdin, limits)  # type: ignore[no-any-return]
 
     async def _judge(self, subs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if not subs:
             return []
-        if self.client is not None:
-            try:
-                return await self.client.judge(subs)
-            except BadRequest:
-                raise
-            except CoderlError as exc:  # unreachable after the client's retries: our fault, never the model's
-                return [{**_sandbox_error(exc), "unreachable": True} for _ in subs]
-        return list(await asyncio.gather(*(self._judge_here(s) for s in subs)))
-
-    async def _judge_here(self, s: dict[str, Any]) -> dict[str, Any]:
-        from coderl.judge import Submission
-        from coderl.sandbox import Limits
-
         try:
-            res = await self.judge.judge(Submission(spec=s["tests"], response=s.get("response"), code=s.get("code"),
-                                                    language="python", limits=Limits(**s["limits"])))
-        except BadRequest as exc:  # no code block, or a language the tests cannot judge
-            return {"verdict": None, "error": to_wire(exc)}
-        except CoderlError as exc:
-            return _sandbox_error(exc)
-        return res.to_dict(include_output=False)
+            return await (self.client or self.local).judge(subs)  # type: ignore[no-any-return]
+        except BadRequest:
+            raise
+        except CoderlError as exc:  # unreachable after the client's retries: our fault, never the model's
+            return [{**_sandbox_error(exc), "unreachable": True} for _ in subs]
 
 
 def _sandbox_error(exc: Exception) -> dict[str, Any]:

@@ -151,17 +151,8 @@ async def _judge(url: str | list[str] | None, submission: dict[str, Any]) -> dic
 
 async def _embedded_judge(loop: asyncio.AbstractEventLoop, s: dict[str, Any]) -> dict[str, Any]:
     """No URL: an engine in this process (small setups and tests; a service scales better)."""
-    from coderl.judge import Judge, Submission
-    from coderl.sandbox import Engine, Limits
+    from coderl.local import LocalSandbox
 
     if loop not in _embedded:
-        engine = Engine(slots=int(os.environ.get("CODERL_EMBEDDED_SLOTS", "2")))
-        await engine.start()
-        _embedded[loop] = Judge(engine)
-    try:
-        res = await _embedded[loop].judge(Submission(
-            spec=s["tests"], response=s["response"], language=s["language"], limits=Limits(**s["limits"]),
-            total_time_s=s["total_time_s"], stop_on_first_failure=s["stop_on_first_failure"]))
-    except BadRequest as exc:
-        return {"verdict": None, "error": to_wire(exc)}
-    return res.to_dict(include_output=False)
+        _embedded[loop] = await LocalSandbox(slots=int(os.environ.get("CODERL_EMBEDDED_SLOTS", "2"))).__aenter__()
+    return await _embedded[loop].judge_one(s)  # type: ignore[no-any-return]

@@ -10,7 +10,7 @@ from fastapi.responses import JSONResponse, Response
 from coderl import __version__
 from coderl.errors import BadRequest, to_wire
 from coderl.judge import DEFAULT_LIMITS, JudgeResult, Submission
-from coderl.judge.formats import to_spec
+from coderl.local import run_reply, submission
 from coderl.sandbox import Limits, Program, runtime_env
 from coderl.server.models import JudgeRequest, RunRequest, SubmissionIn
 from coderl.server.service import cancel_on_disconnect, service_of
@@ -30,16 +30,10 @@ async def judge(body: JudgeRequest, request: Request) -> dict[str, Any]:
 
 def _submission(s: SubmissionIn, default_memory_mb: int) -> Submission | BadRequest:
     """The submission, or the error that makes it unjudgeable (reported for it alone)."""
-    base = DEFAULT_LIMITS.replace(memory_mb=default_memory_mb)
-    spec = s.tests
-    if s.format is not None:
-        try:
-            spec = to_spec(s.tests, s.format, fn_name=s.fn_name)
-        except BadRequest as exc:
-            return exc
-    return Submission(spec=spec, language=s.language, code=s.code, response=s.response, fn_name=s.fn_name,
-                      limits=s.limits.apply(base), stop_on_first_failure=s.stop_on_first_failure,
-                      total_time_s=s.total_time_s)
+    try:
+        return submission(s.model_dump(), DEFAULT_LIMITS.replace(memory_mb=default_memory_mb))
+    except BadRequest as exc:
+        return exc
 
 
 def _result(s: SubmissionIn, outcome: Any) -> dict[str, Any]:
@@ -57,12 +51,7 @@ async def run(body: RunRequest, request: Request) -> dict[str, Any]:
         ex = await cancel_on_disconnect(
             request, service.engine.execute(Program(body.language, body.code), [body.stdin.encode()], limits),
             service.settings.request_timeout_s)
-    compile_info = None
-    if ex.compile is not None and (not ex.compile.ok or service.engine.language(ex.language).compile_argv is not None):
-        # a compiled language always reports its compile step, as /run_code's compile_result does
-        compile_info = {"ok": ex.compile.ok, "sandbox_error": ex.compile.sandbox_error,
-                        "wall_s": round(ex.compile.run.wall_s, 6), "message": ex.compile.message[:8000]}
-    return {**service.meta(), "language": ex.language, "compile": compile_info, "run": ex.results[0].to_dict()}
+    return {**service.meta(), **run_reply(ex, service.engine)}
 
 
 @router.get("/v1/capabilities", summary="Languages, versions, default limits and isolation")
