@@ -1,0 +1,67 @@
+"""The whole appliance pipeline, trained for real on CPU (scripts/smoke_pipeline.sh): tool-call SFT,
+merge, GRPO with the code_interpreter tool in our sandbox, LiveCodeBench eval, figures. Asserts what
+the run did, from its own files, not that the scripts exited 0."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+# Not yet in CI's default run: the pipeline has not completed end to end on this machine (issue 17
+# stays open); CODERL_TEST_SMOKE=1 runs it (about 40 minutes of a loaded 2-vCPU machine and more).
+pytestmark = [pytest.mark.slow, pytest.mark.verl,
+              pytest.mark.skipif(os.environ.get("CODERL_TEST_SMOKE") != "1",
+                                 reason="CPU smoke training run: set CODERL_TEST_SMOKE=1")]
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("smoke")
+    proc = subprocess.run(["bash", str(ROOT / "scripts" / "smoke_pipeline.sh"), str(out)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=3000, env={**os.environ, "CODERL_PORT": ""})
+    assert proc.returncode == 0, f"smoke pipeline failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
+    print(proc.stdout)
+    return out
+
+
+@pytest.fixture(scope="module")
+def report(run: Path) -> dict:
+    return json.loads((run / "report.json").read_text())
+
+
+@pytest.mark.timeout(3300)
+def test_rl_ran_the_tool_in_the_sandbox_and_learned_from_varied_rewards(run: Path, report: dict) -> None:
+    assert report["rl_steps"] == [1, 2]
+    # the tool executed in our sandbox during RL: the service counted /v1/run calls, and the reward
+    # saw tool calls in the responses it judged
+    runs = sum(v for route, v in report["sandbox_requests_during_rl"].items() if "run" in route)
+    assert runs > 0, report["sandbox_requests_during_rl"]
+    assert report["samples_with_tool_call"] > 0.5
+    # rewards differ inside at least one GRPO group, so the policy gradient is not zero
+    assert len(report["distinct_scores"]) > 1
+    assert report["groups_with_reward_variance"][0] >= 1
+    assert all(g > 0 for g in report["grad_norm"]), report["grad_norm"]
+    assert report["max_weight_change_sft_to_rl"] > 0
+    assert "sandbox_error" not in report["verdicts"]
+
+
+@pytest.mark.timeout(60)
+def test_checkpoint_was_merged_loaded_and_evaluated(run: Path, report: dict) -> None:
+    merged = Path(report["rl_checkpoint"]) / "huggingface_merged"
+    assert (merged / "config.json").is_file()
+    assert sorted(report["pass_at_1"]) == ["0", "2"]
+    samples = [json.loads(line) for line in (run / "eval" / "step_2" / "samples.jsonl").read_text().splitlines()]
+    assert len(samples) == 4 and all(len(s.get("responses") or [s]) >= 1 for s in samples)
+
+
+@pytest.mark.timeout(60)
+def test_figures_are_drawn_from_this_run(run: Path, report: dict) -> None:
+    for name in ("training_progress.png", "evaluation_progress.png"):
+        figure = run / "figures" / name
+        assert figure.stat().st_size > 10_000
+        assert figure.stat().st_mtime >= (run / "rl" / "metrics.jsonl").stat().st_mtime
