@@ -27,11 +27,7 @@ other deaths.
 
 from __future__ import annotations
 
-import contextlib
-import marshal
 import os
-import re
-import resource
 import select
 import signal
 import sys
@@ -40,122 +36,20 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import reap  # noqa: E402 - the modules beside this file (``/coderl`` in the sandbox)
 import wire  # noqa: E402
+from prelude_scan import _needs_prelude  # noqa: E402
+from status_rules import _child_rlimits, _compile_record, _status  # noqa: E402
 from wire import encode_frame, meta_packet, oom_kills, read_frame, split_meta_packet, write_all  # noqa: E402
 from workdir import WorkDir  # noqa: E402
+from zygote_handle import ZYGOTE_START_S, ZygoteLost, ZygoteProcess  # noqa: E402
 
 del sys.path[0]
 
 PROTO_IN, PROTO_OUT = 10, 11
 IN_ZYGOTE_COMPILE_BYTES = 256 * 1024  # bigger sources compile in a throw-away child
 MARSHAL_OUTPUT_KB = 256 * 1024  # what that child may print: the marshalled code object
-ZYGOTE_START_S = 30.0
 RESULTS_WAIT_S = 0.005
 ZYGOTE_GRACE_S = 2.0  # after a kill, how long the zygote has to report before it counts as stuck
 ADOPTED = "the program killed or stopped its parent, the sandbox's fork server"
-
-
-class ZygoteLost(Exception):
-    """The zygote died or stopped answering (a program signalled it, or the OOM killer took it)."""
-
-
-class ZygoteProcess:
-    """The runner's handle on the slot's zygote: start it with the test fds in place, talk to it."""
-
-    def __init__(self, test_fds: tuple[int, int, int, int], workdir: str, flavor: str) -> None:
-        self.test_fds = test_fds  # stdin memfd, stdout, stderr and status pipe write ends
-        self.workdir = workdir
-        self.flavor = flavor  # "lean" or "warm"
-        self.pid: int | None = None
-        self.commands = self.events = -1
-        self._pending = b""  # what was read of the next packet(s)
-        self.prelude_names: frozenset[bytes] = frozenset()  # the warm one's answer, see _needs_prelude
-
-    @property
-    def alive(self) -> bool:
-        return self.pid is not None
-
-    def start(self) -> None:
-        commands_r, commands_w = os.pipe()
-        events_r, events_w = os.pipe()
-        layout = [*self.test_fds, commands_r, events_w, 2]
-        targets = [0, 1, 2, wire.STATUS_FD, wire.ZYGOTE_COMMANDS, wire.ZYGOTE_EVENTS, wire.ZYGOTE_DIAGNOSTICS]
-        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "zygote.py")
-        argv = [sys.executable, "-I", "-S", script, self.flavor]
-        pid = os.fork()
-        if pid == 0:  # two steps, so that no source fd is overwritten before it is copied
-            try:
-                high = [os.dup(fd) for fd in layout]
-                for fd, target in zip(high, targets, strict=True):
-                    os.dup2(fd, target)
-                os.closerange(max(targets) + 1, 65536)
-                os.chdir(self.workdir)
-                os.execv(argv[0], argv)
-            finally:
-                os._exit(127)
-        os.close(commands_r)
-        os.close(events_w)
-        self.pid, self.commands, self.events = pid, commands_w, events_r
-        ready, _, _ = select.select([events_r], [], [], ZYGOTE_START_S)
-        try:
-            op, names = self.read() if ready else (b"", b"")
-        except ZygoteLost:
-            op = b""
-        if op == b"Y" and names:
-            self.prelude_names = frozenset(name.encode() for name in marshal.loads(names))
-        if op != b"Y":
-            self.stop()
-            raise RuntimeError("the zygote did not start")
-
-    def send(self, op: bytes, payload: bytes = b"") -> None:
-        try:
-            wire.write_packet(self.commands, op, payload)
-        except BrokenPipeError as exc:
-            raise ZygoteLost("gone") from exc
-
-    def read(self) -> tuple[bytes, bytes]:
-        """The next packet, in as few reads as it takes (one, for the per-test ones)."""
-        while _whole_packet(self._pending) is None:
-            chunk = os.read(self.events, 1 << 16)
-            if not chunk:
-                self._pending = b""
-                raise ZygoteLost("gone")
-            self._pending += chunk
-        end = _whole_packet(self._pending)
-        op, packet, self._pending = self._pending[:1], self._pending[wire.PACKET.size:end], self._pending[end:]
-        return op, packet
-
-    def read_ready(self) -> list[tuple[bytes, bytes]]:
-        """The packets that have arrived (one read, and whatever else that read brought)."""
-        packets = [self.read()]
-        while _whole_packet(self._pending) is not None:
-            packets.append(self.read())
-        return packets
-
-    def check(self) -> None:
-        """Stop it if a program killed or stopped it (kill(-1) reaches both zygotes): between tests
-        it writes nothing unasked, so an event pipe that reads now is its EOF."""
-        if self.alive and (select.select([self.events], [], [], 0)[0] or _stopped(self.pid)):  # type: ignore[arg-type]
-            self.stop()
-
-    def answer(self, timeout_s: float) -> tuple[bytes, bytes]:
-        """Its reply to a request, or ZygoteLost when none comes in time."""
-        if not self._pending and not select.select([self.events], [], [], timeout_s)[0]:
-            raise ZygoteLost("no answer")
-        return self.read()
-
-    def stop(self) -> None:
-        """Kill and reap it (it may be dead or stopped already)."""
-        if self.pid is None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(self.pid, signal.SIGKILL)
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(self.pid, 0)
-        for fd in (self.commands, self.events):
-            os.close(fd)
-        self.pid = None
-        self.commands = self.events = -1
-        self._pending = b""
 
 
 class Runner:
@@ -545,21 +439,6 @@ class _Output:
         return b"".join(self.chunks[fd])
 
 
-def _whole_packet(data: bytes) -> int | None:
-    """Where the first packet in ``data`` ends, if all of it is there."""
-    if len(data) < wire.PACKET.size:
-        return None
-    end = wire.PACKET.size + wire.PACKET.unpack_from(data)[1]
-    return end if len(data) >= end else None
-
-
-def _stopped(pid: int) -> bool:
-    try:
-        return reap.proc_stat(pid)[0] in ("T", "t")
-    except (OSError, IndexError):
-        return False
-
-
 def _pwrite_all(fd: int, data: bytes) -> None:
     view, offset = memoryview(data), 0
     while offset < len(data):
@@ -582,73 +461,6 @@ def _reap_adopted(pid: int | None) -> tuple | None:
     except ChildProcessError:
         return None
     return wait_status, usage.ru_utime, usage.ru_stime, usage.ru_maxrss
-
-
-def _child_rlimits(limits: dict, pid_namespace: bool) -> list[tuple[int, int, int]]:
-    """The rlimits every test process sets on itself: (resource, soft, hard)."""
-    cpu = max(1, int(limits["cpu_s"] + 0.999))
-    fsize = limits["file_size_kb"] * 1024
-    stack = min(limits["memory_mb"], 1024) * 1024 * 1024
-    rlimits = [(resource.RLIMIT_CPU, cpu, cpu + 1), (resource.RLIMIT_FSIZE, fsize, fsize),
-               (resource.RLIMIT_NOFILE, limits["open_files"], limits["open_files"]),
-               (resource.RLIMIT_CORE, 0, 0), (resource.RLIMIT_STACK, stack, stack)]
-    if pid_namespace:  # one uid per namespace: NPROC counts this slot's processes, the runner and zygotes too
-        nproc = limits["max_processes"] + 2
-        rlimits.append((resource.RLIMIT_NPROC, nproc, nproc))
-    return rlimits
-
-
-def _status(record: dict, killed_for: str | None, limits: dict) -> str:
-    """Turn the raw facts into one status, in isolate's order: limits first, then the exit."""
-    sig = record["signal"]
-    if killed_for == "wall":
-        record["time_limit_kind"] = "wall"
-        record["message"] = f"wall time limit {limits['wall_s']} s exceeded"
-        return "time_limit"
-    if killed_for == "output":
-        record["message"] = f"stdout exceeded {limits['stdout_kb']} KiB"
-        return "output_limit"
-    if sig == signal.SIGXCPU or (sig == signal.SIGKILL and record["cpu_s"] >= limits["cpu_s"]) or (
-        record["cpu_s"] > limits["cpu_s"]
-    ):
-        record["time_limit_kind"] = "cpu"
-        record["message"] = f"cpu time limit {limits['cpu_s']} s exceeded"
-        return "time_limit"
-    if killed_for == "memory" or record["memory_error"] or record["memory_kb"] > limits["memory_mb"] * 1024:
-        record["message"] = f"memory limit {limits['memory_mb']} MiB exceeded"
-        return "memory_limit"
-    if sig == signal.SIGXFSZ:
-        record["message"] = f"file size limit {limits['file_size_kb']} KiB exceeded"
-        return "output_limit"
-    if sig is not None:
-        record["message"] = f"killed by signal {sig} ({signal.Signals(sig).name})"
-        return "runtime_error"
-    if record["exit_code"] != 0:
-        record["message"] = f"exit code {record['exit_code']}"
-        return "runtime_error"
-    return "ok"
-
-
-def _compile_record(status: str, seconds: float) -> dict:
-    return {"status": status, "exit_code": 0 if status == "ok" else 1, "signal": None, "cpu_s": round(seconds, 6),
-            "wall_s": round(seconds, 6), "memory_kb": 0, "message": ""}
-
-
-_IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
-_ATTRIBUTE = re.compile(rb"\.[\s\\]*[A-Za-z_][A-Za-z0-9_]*")  # x.split (or x .\n split): not a global name
-_LOOKS_UP_NAMES = frozenset({b"eval", b"exec", b"compile", b"globals", b"locals", b"vars", b"getattr", b"breakpoint",
-                             b"__builtins__", b"__dict__", b"__import__"})
-
-
-def _needs_prelude(source: bytes, names: frozenset[bytes]) -> bool:
-    """Whether a program could tell that the prelude is missing. Conservative: any token the
-    prelude binds (in a string or a comment too; only attribute names after a dot are not names),
-    any way to look a name up at run time, or any non-ASCII byte (identifiers are
-    NFKC-normalised: a full-width sqrt is ``sqrt``)."""
-    if not source.isascii():
-        return True
-    tokens = set(_IDENTIFIER.findall(_ATTRIBUTE.sub(b".", source)))
-    return bool(tokens & names or tokens & _LOOKS_UP_NAMES)
 
 
 def _stop_requested() -> bool:
