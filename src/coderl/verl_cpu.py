@@ -14,6 +14,7 @@ lives), because it is none of those: it is a device backend, used by the smoke p
 from __future__ import annotations
 
 import os
+import sys
 from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
@@ -205,3 +206,19 @@ def _gloo_only(*args: Any, **kwargs: Any) -> Any:
 
 
 torch.distributed.init_process_group = _gloo_only
+
+
+def _keep_vllm_weights_reloadable() -> None:
+    """vLLM's CPU linear layers hand their weight to a oneDNN handle after loading and put an empty
+    Parameter without a ``weight_loader`` in its place (vllm/model_executor/layers/utils.py,
+    dispatch_cpu_unquantized_gemm): verl's weight sync into the rollout then fails on the first
+    linear layer, and could not reach the packed copy anyway. Without oneDNN, vLLM keeps the plain
+    weight and uses torch's linear. Done in the rollout's worker, which imports vLLM before verl."""
+    if "vllm" in sys.modules:
+        import vllm._custom_ops as vllm_ops
+
+        vllm_ops._supports_onednn = False
+
+
+if os.environ.get("VERL_PLATFORM", "").strip().lower() == PLATFORM:
+    _keep_vllm_weights_reloadable()
