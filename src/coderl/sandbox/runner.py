@@ -23,6 +23,10 @@ each finishes, then ``done``; the engine may send ``stop`` meanwhile (its stop r
 and the rest come back skipped. Expected outputs never come here: judging happens outside. The slot
 cgroup's OOM counter arrives as a read-only fd, so the runner can tell an out-of-memory kill from
 other deaths.
+
+Why this file is over 400 lines: what is left here is one class's state (the slot's zygotes, the
+prepared submission, the output buffers, the per-test watch over pipes, timers and an adopted
+orphan), which the split-off pieces (zygote_handle.py, status_rules.py, prelude_scan.py) do not share.
 """
 
 from __future__ import annotations
