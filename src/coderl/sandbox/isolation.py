@@ -5,7 +5,7 @@ dropped; no_new_privs (bubblewrap sets it for the seccomp filter); no further us
 Filesystem: /usr (and the merged-usr links), the sandbox Python, its runtime packages and the
 toolchains read-only, a few /etc files the runtimes need (not passwd/shadow, and our own hosts
 file naming only localhost instead of the host's), fresh /proc and /dev, and size-capped
-tmpfs for the work dir /box, /tmp and /dev/shm. The environment is cleared. Network: only the
+tmpfs for the work dir /box, /tmp, /mnt and /dev/shm. The environment is cleared. Network: only the
 namespace's own loopback, which reaches nothing on the host.
 """
 
@@ -16,11 +16,11 @@ import shutil
 from collections.abc import Iterable
 from importlib import resources
 
+from coderl.sandbox.program import BOX, MNT
 from coderl.sandbox.pythonenv import sandbox_python, sandbox_python_prefix
 from coderl.sandbox.runtime_env import runtime_prefix
 
-BOX = "/box"
-SCRATCH = ("/tmp", "/dev/shm")
+SCRATCH = ("/tmp", "/dev/shm", MNT)  # wiped with the work dir whenever a run left anything there
 INSIDE_DIR = "/coderl"
 INSIDE_FILES = ("runner.py", "zygote_handle.py", "status_rules.py", "prelude_scan.py", "zygote.py", "wire.py",
                 "workdir.py", "reap.py")  # the slot's own code, stdlib only
@@ -59,6 +59,7 @@ def bwrap_argv(*, seccomp_fd: int, oom_fd: int | None, extra_binds: Iterable[str
         "--proc", "/proc", "--dev", "/dev",
         "--size", size, "--tmpfs", BOX,
         "--size", size, "--tmpfs", "/tmp",
+        "--size", size, "--tmpfs", MNT,
         "--size", str(min(tmpfs_mb, 256) * 1024 * 1024), "--tmpfs", "/dev/shm",
         "--remount-ro", "/",  # bubblewrap's root is a tmpfs: read-only, or it would carry state
         "--chdir", BOX,

@@ -8,6 +8,11 @@ from dataclasses import dataclass, field
 
 from coderl.errors import BadRequest
 
+#: The program's writable places as it sees them inside the boundary: the work dir and a private
+#: ``/mnt`` (SandboxFusion programs write there). Only these may be named absolutely in a fetch.
+BOX = "/box"
+MNT = "/mnt"
+
 
 def check_paths(paths: Iterable[str]) -> None:
     """Work-dir file names must be plain relative paths: a request cannot place files elsewhere."""
@@ -15,6 +20,16 @@ def check_paths(paths: Iterable[str]) -> None:
         norm = posixpath.normpath(path) if isinstance(path, str) else ""
         if not norm or norm.startswith(("/", "..")) or norm == "." or "\0" in norm:
             raise BadRequest(f"file path {path!r} must be relative and stay inside the work dir")
+
+
+def check_fetch_paths(paths: Iterable[str]) -> None:
+    """A fetch names a work-dir file, or an absolute path under ``/box`` or ``/mnt`` as the
+    program saw it; the runner resolves it inside the boundary (symlinks out are not followed)."""
+    for path in paths:
+        norm = posixpath.normpath(path) if isinstance(path, str) else ""
+        if norm.startswith((BOX + "/", MNT + "/")) and "\0" not in norm:
+            continue
+        check_paths([path])
 
 
 @dataclass(frozen=True)
@@ -42,4 +57,5 @@ class RunInput:
     fetch: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        check_paths([*self.files, *self.fetch])
+        check_paths(self.files)
+        check_fetch_paths(self.fetch)

@@ -13,7 +13,7 @@ Field names are the JSON API's. A field that does not apply is ``None``.
 | stdout / stderr    | captured bytes, cut at the output limit                                       |
 | stdout_truncated   | output went past the limit (status is then output_limit for stdout)           |
 | message            | human text: why a sandbox error happened, which limit hit, ...                |
-| files              | files fetched from the work dir after the run (RunInput.fetch)                |
+| files              | files fetched from the work dir or /mnt after the run (RunInput.fetch)       |
 
 ``sandbox_error`` is ours, never the program's fault: callers retry or drop it, never score it.
 """
@@ -79,7 +79,7 @@ class RunResult:
     stdout_truncated: bool = False
     stderr_truncated: bool = False
     message: str = ""
-    files: dict[str, bytes] = field(default_factory=dict)  # fetched from the work dir after the run
+    files: dict[str, bytes] = field(default_factory=dict)  # fetched from the work dir (or /mnt) after the run
 
     @property
     def ok(self) -> bool:

@@ -7,8 +7,12 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 
 from wire import write_all
+
+MNT = "/mnt"  # a private tmpfs inside the boundary (isolation.py); without isolation, the host's
+FETCH_LIMIT = 64 << 20
 
 
 class WorkDir:
@@ -16,7 +20,10 @@ class WorkDir:
 
     def __init__(self, root: str, scratch: list[str]) -> None:
         self.root = root
-        self.scratch = scratch  # other writable dirs (/tmp) wiped with it
+        self.scratch = scratch  # other writable dirs (/tmp, /mnt) wiped with it
+        # What a fetch may name absolutely: the work dir, and /mnt only where it is our own tmpfs
+        # (a scratch dir of the sandbox), never a host directory of that name.
+        self.fetch_roots = [os.path.realpath(root), *(d for d in scratch if d == MNT)]
         self.files: dict[str, bytes] = {}
         self.executables: set[str] = set()
         self._written: dict[str, tuple] | None = None  # the files as last written, when nothing else is there
@@ -98,16 +105,40 @@ class WorkDir:
         return norm
 
     def fetch(self, names: list[str]) -> dict[str, bytes]:
+        """The named regular files, resolved in the sandbox's own view; a name that resolves
+        outside the fetch roots (``..``, a symlink pointing out) is omitted like a missing file."""
         out: dict[str, bytes] = {}
-        for rel in names:
-            try:
-                path = self.path(rel)
-                if os.path.isfile(path) and not os.path.islink(path):
-                    with open(path, "rb") as fh:
-                        out[rel] = fh.read(64 << 20)
-            except (OSError, ValueError):
+        for name in names:
+            path = self._fetch_path(name)
+            if path is None:
                 continue
+            try:  # O_NOFOLLOW | O_NONBLOCK: a link swapped in is refused, a FIFO cannot hang us
+                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            except OSError:
+                continue
+            try:
+                if stat.S_ISREG(os.fstat(fd).st_mode):
+                    out[name] = _read_up_to(fd, FETCH_LIMIT)
+            except OSError:
+                pass
+            finally:
+                os.close(fd)
         return out
+
+    def _fetch_path(self, name: str) -> str | None:
+        path = os.path.realpath(os.path.join(self.root, name))  # an absolute name replaces the root
+        return path if any(path.startswith(r + os.sep) for r in self.fetch_roots) else None
+
+
+def _read_up_to(fd: int, limit: int) -> bytes:
+    chunks, size = [], 0
+    while size < limit:
+        chunk = os.read(fd, min(1 << 20, limit - size))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
 
 
 def _signature(path: str) -> tuple[int, int, int, int, int]:

@@ -20,7 +20,7 @@ from coderl.judge.judge import CaseResult
 from coderl.judge.result import STATUS_VERDICT
 from coderl.sandbox import CompileResult, Limits, Program, RunInput, RunResult, RunStatus
 from coderl.sandbox.engine import COMPILE_LIMITS
-from coderl.sandbox.program import check_paths
+from coderl.sandbox.program import check_fetch_paths
 from coderl.server.models import EvalRequest, RunCodeRequest
 from coderl.server.scalebox import AssertPrograms, read_tests
 from coderl.server.service import cancel_on_disconnect, service_of
@@ -48,8 +48,8 @@ async def run_code(body: RunCodeRequest, request: Request) -> dict[str, Any]:
                  if content is not None}
     except (binascii.Error, ValueError) as exc:
         raise BadRequest(f"files: not base64 ({exc})") from None
-    # A fetch path outside the work dir is answered like a missing file (omitted), never read.
-    fetch = tuple(path for path in body.fetch_files if _inside_work_dir(path))
+    # A fetch path outside the work dir and /mnt is answered like a missing file (omitted), never read.
+    fetch = tuple(path for path in body.fetch_files if _fetchable(path))
     run_input = RunInput(stdin=(body.stdin or "").encode(), files=files, fetch=fetch)
     # verl's SandboxFusion client retries a 504 and scores any other error as a failed case, so a
     # full queue answers 504 here (the native API answers 429), and so does a request that found
@@ -63,9 +63,9 @@ async def run_code(body: RunCodeRequest, request: Request) -> dict[str, Any]:
     return {**_exec_info(ex, language, service), **service.meta()}
 
 
-def _inside_work_dir(path: str) -> bool:
+def _fetchable(path: str) -> bool:
     try:
-        check_paths([path])
+        check_fetch_paths([path])
     except BadRequest:
         return False
     return True
