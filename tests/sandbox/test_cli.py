@@ -6,6 +6,9 @@ import json
 import subprocess
 import sys
 
+from coderl.sandbox import doctor
+from coderl.sandbox.runtime_env import runtime_prefix
+
 
 def coderl(*args: str, **kwargs) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "coderl.cli", *args], capture_output=True, text=True,
@@ -19,6 +22,21 @@ def test_doctor_reports_full_isolation():
     for name in ("unprivileged uid 65534", "no capabilities", "seccomp filter active", "ptrace denied",
                  "network: loopback of its own namespace only", "system files read-only", "language python"):
         assert checks[name]["ok"], checks[name]
+    runtime = checks["runtime environment"]
+    if runtime_prefix() is not None:  # imported in a real slot: Python's packages and node's lodash
+        assert runtime["ok"] and "numpy" in runtime["detail"] and "lodash" in runtime["detail"], runtime
+
+
+def test_doctor_skips_a_missing_runtime_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("CODERL_RUNTIME_PREFIX", str(tmp_path))
+    runtime_prefix.cache_clear()
+    try:
+        found = doctor.runtime_missing()
+    finally:
+        runtime_prefix.cache_clear()
+    assert found is not None and not found.ok, found
+    assert found.detail.startswith("skipped: not built") and "build_runtime.sh" in found.detail
+    assert doctor.essential_ok([found])
 
 
 def test_run_prints_output_and_record(tmp_path):

@@ -19,6 +19,7 @@ from coderl.sandbox.engine import Engine, isolation_problem
 from coderl.sandbox.isolation import bwrap_path
 from coderl.sandbox.program import Program
 from coderl.sandbox.result import Limits
+from coderl.sandbox.runtime_env import DEFAULT_PREFIX, runtime_prefix
 
 _PROBE = r"""
 import ctypes, os, socket
@@ -36,6 +37,10 @@ except OSError:
     print('ro_root', 'yes')
 print('pids', len([p for p in os.listdir('/proc') if p.isdigit()]))
 """
+#: What the runtime environment must give a program in a slot (a sample of docker/'s pinned lists).
+_RUNTIME_PYTHON = ("import numpy, scipy, pandas, sympy, networkx, sortedcontainers\n"
+                   "print(' '.join(f'{m.__name__} {m.__version__}' for m in (numpy, sortedcontainers)))")
+_RUNTIME_NODE = "const _ = require('lodash');\nconsole.log('lodash ' + _.VERSION);"
 
 
 @dataclass
@@ -94,7 +99,34 @@ async def _engine_checks(isolation: str) -> list[Check]:
             if cls.name not in present:
                 out.append(Check(f"language {cls.name}", False, f"skipped: toolchain not installed ({cls.version_argv[0]}; "
                                                                "scripts/setup.sh installs docker/sandbox-apt.txt)"))
+        out.append(runtime_missing() or await _runtime_check(engine))
     return out
+
+
+def runtime_missing() -> Check | None:
+    """The skip line when no runtime environment is built (programs then get the bare interpreter)."""
+    if runtime_prefix() is not None:
+        return None
+    return Check("runtime environment", False, f"skipped: not built ({DEFAULT_PREFIX}; scripts/build_runtime.sh "
+                                               "builds it, CODERL_RUNTIME_PREFIX names another)")
+
+
+async def _runtime_check(engine: Engine) -> Check:
+    """The pinned runtime environment, imported by real programs in a slot (its packages, its
+    node_modules), not just found on disk."""
+    prefix = runtime_prefix()
+    found = []
+    probes = [("python", _RUNTIME_PYTHON)]
+    if "javascript" in engine.languages():
+        probes.append(("javascript", _RUNTIME_NODE))
+    for language, code in probes:
+        ex = await engine.execute(Program(language, code), [b""], Limits(cpu_s=20, wall_s=40, memory_mb=1024))
+        result = ex.results[0]
+        if not (ex.compiled and result.ok):
+            return Check("runtime environment", False,
+                         f"{prefix}: {language} cannot import it ({result.status}: {result.stderr[-200:]!r})")
+        found.append(result.stdout.decode().strip())
+    return Check("runtime environment", True, f"{prefix}: {', '.join(found)}")
 
 
 def report(checks: list[Check]) -> str:
@@ -116,8 +148,8 @@ def _first_line(argv: list[str | None]) -> str:
 
 
 def essential_ok(checks: list[Check]) -> bool:
-    """Isolation holds (languages may be missing without failing the doctor)."""
-    return all(c.ok for c in checks if not c.name.startswith(("language ", "cgroups")))
+    """Isolation holds (languages and the runtime environment may be missing without failing the doctor)."""
+    return all(c.ok for c in checks if not c.name.startswith(("language ", "cgroups", "runtime ")))
 
 
 __all__ = ["Check", "as_json", "essential_ok", "report", "run_checks"]
