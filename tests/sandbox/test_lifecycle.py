@@ -59,6 +59,14 @@ def test_unisolated_mode_is_explicit_and_reported():
     assert ex.results[0].stdout == str(os.getuid()).encode() + b"\n"
 
 
+def test_without_isolation_mnt_is_the_hosts_and_never_fetched():
+    """/mnt is a fetch root only where it is the slot's own tmpfs; unisolated, it is the host's."""
+    with BlockingEngine(slots=1, isolation="none") as eng:
+        ex = eng.execute(Program("python", "open('o.txt', 'w').write('o')"),
+                         [RunInput(fetch=("o.txt", "/mnt/o.txt", "/box/o.txt"))])
+    assert ex.results[0].files == {"o.txt": b"o"}
+
+
 def test_refuses_to_start_without_bubblewrap(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))  # a host where bwrap is not installed
     with pytest.raises(IsolationUnavailable, match="bubblewrap"):
