@@ -1,5 +1,8 @@
 """Scale-out on a local Ray cluster (loopback): 2 replicas behind Ray Serve's proxy, requests
-spread over both, a killed replica loses no request (client retry) and comes back."""
+spread over both, a killed replica loses no request (client retry) and comes back.
+
+The cluster is this module's own (``address="local"``): a verl run or another test's cluster on
+the same machine is never joined. Every wait is bounded and says what it was waiting for."""
 
 from __future__ import annotations
 
@@ -23,7 +26,7 @@ def ray_service():
 
     from coderl.server.ray_serve import build_app
 
-    ray.init(num_cpus=2, include_dashboard=False, ignore_reinit_error=True)
+    ray.init(address="local", num_cpus=2, include_dashboard=False)
     port = free_port()
     serve.start(http_options={"host": "127.0.0.1", "port": port})
     serve.run(build_app(Settings(slots=1, queue=32), replicas=2, cpus_per_replica=0.5), name="coderl", route_prefix="/")
@@ -36,6 +39,8 @@ def ray_service():
         except httpx.HTTPError:
             pass
         time.sleep(0.5)
+    else:
+        pytest.fail("the Ray Serve deployment did not answer /readyz within 120 s")
     yield url
     serve.shutdown()
     ray.shutdown()
@@ -54,25 +59,36 @@ def test_killing_a_replica_loses_no_request(ray_service):
     import ray
     from ray import serve
 
-    async def load(n: int) -> list[dict]:
-        async with SandboxClient(ray_service, retries=10, backoff_s=0.2) as c:
-            return await asyncio.gather(*(c.run("python", f"print({i})") for i in range(n)))
+    _wait_for_replicas(serve, 2)
+    answered: dict[int, str] = {}
 
-    async def main():
-        task = asyncio.ensure_future(load(60))
-        await asyncio.sleep(0.3)
-        actors = [a for a in ray.util.list_named_actors(all_namespaces=True) if a["name"].startswith("SERVE_REPLICA::coderl#")]
-        victim = ray.get_actor(actors[0]["name"], namespace=actors[0]["namespace"])
-        ray.kill(victim, no_restart=False)
-        return await task
+    async def one(client: SandboxClient, i: int) -> None:
+        answered[i] = (await client.run("python", f"print({i})"))["run"]["stdout"]
 
-    results = asyncio.run(main())
-    assert [r["run"]["stdout"] for r in results] == [f"{i}\n" for i in range(60)]
-    deadline = time.monotonic() + 90
+    async def main() -> None:
+        async with SandboxClient(ray_service, retries=10, backoff_s=0.2) as client:
+            task = asyncio.gather(*(one(client, i) for i in range(60)))
+            await asyncio.sleep(0.3)
+            actors = [a for a in ray.util.list_named_actors(all_namespaces=True)
+                      if a["name"].startswith("SERVE_REPLICA::coderl#")]
+            ray.kill(ray.get_actor(actors[0]["name"], namespace=actors[0]["namespace"]), no_restart=False)
+            # Bounded: a lost request fails here, naming itself, instead of at the client's read timeout.
+            done, _ = await asyncio.wait([task], timeout=180)
+            if not done:
+                task.cancel()
+                pytest.fail(f"no answer within 180 s for requests {sorted(set(range(60)) - set(answered))}")
+            task.result()
+
+    asyncio.run(main())
+    assert [answered[i] for i in range(60)] == [f"{i}\n" for i in range(60)]
+    _wait_for_replicas(serve, 2, what="the killed replica did not come back")
+
+
+def _wait_for_replicas(serve, n: int, *, what: str = "the deployment did not reach its replicas", timeout_s: float = 90):
+    deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         status = serve.status().applications["coderl"].deployments["coderl-sandbox"]
-        if status.status == "HEALTHY" and status.replica_states.get("RUNNING", 0) == 2:
-            break
+        if status.status == "HEALTHY" and status.replica_states.get("RUNNING", 0) == n:
+            return
         time.sleep(1)
-    else:
-        pytest.fail("the killed replica did not come back")
+    pytest.fail(f"{what} within {timeout_s:g} s: {status.status} {dict(status.replica_states)}")
