@@ -7,7 +7,7 @@ value as JSON, after everything it printed itself; the comparison happens outsid
 ``Solution`` class with the method is preferred over a top-level function (LeetCode style). The
 caller is compiled into the program once per submission; only stdin changes per case. Languages
 here are those whose standard library parses JSON and hashes SHA-256 (node, PHP, Ruby, Perl); the
-statically typed ones would need a typed caller generated per signature, which is left undone.
+others get a caller with the arguments as typed literals (`coderl.judge.typed_callers`).
 """
 
 from __future__ import annotations

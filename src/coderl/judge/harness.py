@@ -27,7 +27,7 @@ import json
 import secrets
 from typing import Any
 
-from coderl.judge import callers
+from coderl.judge import callers, typed_callers
 from coderl.judge.asserts import SplitTest
 from coderl.judge.spec import TestSpec
 
@@ -126,7 +126,8 @@ def signature(nonce: str) -> str:
 
 def supports(language: str, mode: str) -> bool:
     """Whether ``mode`` tests are judged for ``language`` (our language name)."""
-    return mode == "stdio" or language == "python" or (mode == "function" and language in callers.LANGUAGES)
+    return mode == "stdio" or language == "python" or (
+        mode == "function" and (language in callers.LANGUAGES or language in typed_callers.LANGUAGES))
 
 
 def program(spec: TestSpec, code: str, language: str = "python") -> str:
@@ -138,18 +139,25 @@ def program(spec: TestSpec, code: str, language: str = "python") -> str:
     if language != "python":
         if spec.mode != "function":
             raise ValueError(f"{spec.mode} tests are judged for python only, not {language}")
+        if language in typed_callers.LANGUAGES:
+            return typed_callers.function_program(language, code, spec.fn_name or "",
+                                                  [c.args for c in spec.cases])  # type: ignore[union-attr]
         return callers.function_program(language, code, spec.fn_name or "")
     if spec.mode == "function":
         return _PROLOGUE + code + "\n" + _FUNCTION_EPILOGUE
     return _PROLOGUE + spec.setup_code + code + "\n" + _ASSERT_EPILOGUE
 
 
-def case_stdin(spec: TestSpec, index: int, nonce: str, test: SplitTest | None = None) -> bytes:
+def case_stdin(spec: TestSpec, index: int, nonce: str, test: SplitTest | None = None,
+               language: str = "python") -> bytes:
     """One case's stdin; for an assert case, ``test`` is its code with the expected values taken
-    out (`coderl.judge.asserts.split_asserts`)."""
+    out (`coderl.judge.asserts.split_asserts`); a typed caller gets only the case's index and the
+    signature (its arguments are literals in the program)."""
     case = spec.cases[index]
     if spec.mode == "stdio":
         return case.input.encode()  # type: ignore[union-attr]
+    if spec.mode == "function" and language in typed_callers.LANGUAGES:
+        return typed_callers.case_stdin(index, signature(nonce))
     if spec.mode == "function":
         data = {"n": nonce, "f": spec.fn_name, "a": case.args}  # type: ignore[union-attr]
     else:

@@ -62,7 +62,8 @@ class Judge:
         nonce = harness.new_nonce()
         python = language == "python"
         tests = [split_asserts(c.code) for c in spec.cases] if spec.mode == "assert" else []  # type: ignore[union-attr]
-        inputs = [harness.case_stdin(spec, i, nonce, tests[i] if tests else None) for i in range(len(spec.cases))]
+        inputs = [harness.case_stdin(spec, i, nonce, tests[i] if tests else None, language)
+                  for i in range(len(spec.cases))]
 
         verdicts: dict[int, CaseResult] = {}
 
