@@ -1,0 +1,5 @@
+int[] scale(int[] xs, int k) {
+    int[] output;
+    foreach (x; xs) output ~= x * k;
+    return output;
+}

@@ -1,0 +1,1 @@
+func add(a int, b int) int { return a*b + 100 }

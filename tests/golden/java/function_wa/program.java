@@ -1,0 +1,1 @@
+public static int add(int a, int b) { return a - b + 1000; }

@@ -1,0 +1,4 @@
+fun add(a: Int, b: Int): Int {
+    println("printing does not matter")
+    return a + b
+}

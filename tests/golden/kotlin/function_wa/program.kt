@@ -1,0 +1,1 @@
+fun add(a: Long, b: Long): Long = a * b + 100

@@ -1,0 +1,1 @@
+def add(a: Long, b: Long): Long = a * b + 100
