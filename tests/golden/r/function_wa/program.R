@@ -1,0 +1,1 @@
+add <- function(a, b) a * b + 100

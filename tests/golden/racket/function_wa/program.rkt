@@ -1,0 +1,1 @@
+(define (add a b) (+ (* a b) 100))

@@ -1,0 +1,7 @@
+function integer add;
+  input integer a;
+  input integer b;
+  begin
+    add = a * b + 100;
+  end
+endfunction
