@@ -25,6 +25,11 @@ and ``exit_code`` (the `coderl` command's), so neither keeps an isinstance ladde
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # for the annotations only: nothing is imported at run time
+    from coderl.sandbox.result import CompileResult, RunResult
+
 
 class CoderlError(Exception):
     """Base of every error coderl raises on purpose."""
@@ -79,8 +84,22 @@ class IsolationUnavailable(SandboxError):
     """The host lacks a kernel feature the security boundary needs."""
 
 
+NOT_RECEIVED: Any = object()  # a SlotFailure's compile record: the reply had not arrived
+
+
 class SlotFailure(SandboxError):
-    """An isolated runner died, hung, or broke the protocol."""
+    """An isolated runner died, hung, or broke the protocol. What did arrive before it failed
+    travels with it, so the engine can resume after it on a fresh slot: ``compiled`` (the compile
+    record, None when nothing was compiled, `NOT_RECEIVED` when no reply came), ``partial`` (the
+    run records that came) and ``oom_killed`` (the slot's cgroup saw an out-of-memory kill: the
+    program's doing, a verdict rather than our fault)."""
+
+    def __init__(self, message: str, *, compiled: CompileResult | None = NOT_RECEIVED,
+                 partial: list[RunResult] | None = None, oom_killed: bool = False) -> None:
+        super().__init__(message)
+        self.compiled = compiled
+        self.partial = partial or []
+        self.oom_killed = oom_killed
 
 
 class DeadlineExceeded(SandboxError):

@@ -8,7 +8,7 @@ import signal
 
 import pytest
 
-from coderl.sandbox.result import Limits
+from coderl.sandbox.result import Limits, RunStatus
 from coderl.sandbox.status_rules import _child_rlimits, _compile_record, _status
 
 LIMITS = Limits(cpu_s=2.0, wall_s=4.0, memory_mb=256, stdout_kb=64, file_size_kb=128, open_files=32,
@@ -17,8 +17,7 @@ LIMITS = Limits(cpu_s=2.0, wall_s=4.0, memory_mb=256, stdout_kb=64, file_size_kb
 
 def _facts(**changes) -> dict:
     """A clean exit's raw facts, with the row's changes."""
-    return {"exit_code": 0, "signal": None, "cpu_s": 0.1, "memory_kb": 1000, "memory_error": False,
-            "time_limit_kind": None, "message": "", **changes}
+    return {"exit_code": 0, "signal": None, "cpu_s": 0.1, "memory_kb": 1000, "memory_error": False, **changes}
 
 
 STATUS_ROWS = [
@@ -60,10 +59,9 @@ STATUS_ROWS = [
 @pytest.mark.parametrize(("facts", "killed_for", "status", "kind", "message"),
                          [row[1:] for row in STATUS_ROWS], ids=[row[0] for row in STATUS_ROWS])
 def test_status_rule(facts: dict, killed_for: str | None, status: str, kind: str | None, message: str) -> None:
-    record = _facts(**facts)
-    assert _status(record, killed_for, LIMITS) == status
-    assert record["time_limit_kind"] == kind
-    assert record["message"] == message
+    got = _status(_facts(**facts), killed_for, LIMITS)
+    assert got == (status, kind, message)
+    assert isinstance(got[0], RunStatus)
 
 
 @pytest.mark.parametrize(("cpu_s", "soft"), [(0.1, 1), (1.0, 1), (1.001, 2), (2.0, 2), (2.5, 3)])
@@ -87,8 +85,8 @@ def test_fixed_rlimits_and_nproc_only_in_a_pid_namespace(pid_namespace: bool, np
     assert rlimits.get(resource.RLIMIT_NPROC) == nproc
 
 
-@pytest.mark.parametrize(("status", "exit_code"), [("ok", 0), ("runtime_error", 1)])
-def test_compile_record(status: str, exit_code: int) -> None:
+@pytest.mark.parametrize(("status", "exit_code"), [(RunStatus.OK, 0), (RunStatus.RUNTIME_ERROR, 1)])
+def test_compile_record(status: RunStatus, exit_code: int) -> None:
     record = _compile_record(status, 1.2345678)
-    assert (record["status"], record["exit_code"], record["signal"]) == (status, exit_code, None)
-    assert record["cpu_s"] == record["wall_s"] == 1.234568
+    assert (record.status, record.exit_code, record.signal) == (status, exit_code, None)
+    assert record.cpu_s == record.wall_s == 1.234568

@@ -15,13 +15,13 @@ import os
 import time
 from collections.abc import Callable, Sequence
 
-from coderl.errors import BadRequest, DeadlineExceeded, IsolationUnavailable, SlotFailure
+from coderl.errors import NOT_RECEIVED, BadRequest, DeadlineExceeded, IsolationUnavailable, SlotFailure
 from coderl.sandbox import isolation, languages, probe, seccomp
 from coderl.sandbox.cgroups import CgroupManager
 from coderl.sandbox.languages import Language, LanguageInfo
 from coderl.sandbox.program import Program, RunInput
 from coderl.sandbox.result import CompileResult, Execution, Limits, RunResult, RunStatus
-from coderl.sandbox.slot import NOT_RECEIVED, Slot, SlotConfig
+from coderl.sandbox.slot import Slot, SlotConfig
 
 ISOLATION_MODES = ("bwrap", "none")
 COMPILE_LIMITS = Limits(cpu_s=30, wall_s=60, memory_mb=2048, max_processes=64, stdout_kb=64 * 1024,
@@ -156,7 +156,7 @@ class Engine:
         overhead = lang.memory_overhead_mb
 
         done: list[RunResult] = []
-        compiled: CompileResult | None | object = NOT_RECEIVED
+        compiled: CompileResult | None = NOT_RECEIVED
         failure: SlotFailure | None = None
         retries = 1  # a slot that failed on its own is replaced and the rest resumed once
         while True:
@@ -171,14 +171,14 @@ class Engine:
                                                   budget, shifted if stop is not None else None)
                 failure = None
             except SlotFailure as exc:
-                failure, got, results = exc, getattr(exc, "compile", NOT_RECEIVED), getattr(exc, "partial", [])
+                failure, got, results = exc, exc.compiled, exc.partial
             if compiled is NOT_RECEIVED:
                 compiled = got
             done += results
             if failure is None:
                 break
             slot = await self._replace(slot)
-            if getattr(failure, "oom_killed", False):  # the program exhausted its memory: its verdict
+            if failure.oom_killed:  # the program exhausted its memory: its verdict
                 mle = RunResult(status=RunStatus.MEMORY_LIMIT,
                                 message=f"memory limit {limits.memory_mb} MiB exceeded (out-of-memory kill)")
                 if compiled is NOT_RECEIVED:

@@ -1,39 +1,22 @@
-"""The records the engine returns: one `RunResult` per program run, like isolate's meta file.
-
-Field names are the JSON API's. A field that does not apply is ``None``.
+"""The records the engine returns: one `RunResult` per program run (the runner's `RunRecord`,
+defined with its field table in run_record.py, plus the captured bytes), the compile step's
+outcome, and a submission's `Execution`. Field names are the JSON API's.
 
 | field              | meaning                                                                       |
 |--------------------|-------------------------------------------------------------------------------|
-| status             | ok, runtime_error, time_limit, memory_limit, output_limit, sandbox_error, skipped |
-| exit_code          | exit status when the process exited on its own                                |
-| signal             | number of the signal that killed it                                          |
-| time_limit_kind    | "cpu" or "wall" when status is time_limit                                     |
-| cpu_s / wall_s     | CPU seconds (user+sys, all threads and reaped children) / wall seconds        |
-| memory_kb          | peak resident set size in KiB                                                 |
 | stdout / stderr    | captured bytes, cut at the output limit                                       |
-| stdout_truncated   | output went past the limit (status is then output_limit for stdout)           |
-| message            | human text: why a sandbox error happened, which limit hit, ...                |
-| files              | files fetched from the work dir or /mnt after the run (RunInput.fetch)       |
-
-``sandbox_error`` is ours, never the program's fault: callers retry or drop it, never score it.
+| files              | files fetched from the work dir after the run (RunInput.fetch)                |
 """
 
 from __future__ import annotations
 
 import dataclasses
-import enum
 from dataclasses import dataclass, field
 from typing import Any
 
+from coderl.sandbox.run_record import WIRE_FIELDS, RunRecord, RunStatus
 
-class RunStatus(enum.StrEnum):
-    OK = "ok"
-    RUNTIME_ERROR = "runtime_error"
-    TIME_LIMIT = "time_limit"
-    MEMORY_LIMIT = "memory_limit"
-    OUTPUT_LIMIT = "output_limit"
-    SANDBOX_ERROR = "sandbox_error"
-    SKIPPED = "skipped"  # not run: stopped at first failure or total time budget spent
+__all__ = ["CompileResult", "Execution", "Limits", "RunResult", "RunStatus"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -66,24 +49,21 @@ class Limits:
 
 
 @dataclass(frozen=True, kw_only=True)
-class RunResult:
-    status: RunStatus
-    exit_code: int | None = None
-    signal: int | None = None
-    time_limit_kind: str | None = None
-    cpu_s: float = 0.0
-    wall_s: float = 0.0
-    memory_kb: int = 0
+class RunResult(RunRecord):
     stdout: bytes = b""
     stderr: bytes = b""
-    stdout_truncated: bool = False
-    stderr_truncated: bool = False
-    message: str = ""
     files: dict[str, bytes] = field(default_factory=dict)  # fetched from the work dir (or /mnt) after the run
 
     @property
     def ok(self) -> bool:
         return self.status is RunStatus.OK
+
+    @classmethod
+    def from_frame(cls, header: dict[str, Any], stdout: bytes, stderr: bytes, *fetched: bytes) -> RunResult:
+        """The runner's frame for one run: the record in its header, then the output and the
+        fetched files' bytes."""
+        files = dict(zip(header.get("fetch_names", []), fetched, strict=True))
+        return cls.from_wire(header, stdout=stdout, stderr=stderr, files=files)
 
     @classmethod
     def sandbox_error(cls, message: str) -> RunResult:
@@ -105,7 +85,8 @@ class RunResult:
         return data
 
 
-_RECORD_FIELDS = tuple(f.name for f in dataclasses.fields(RunResult) if f.name != "files")
+_CUT = WIRE_FIELDS.index("stdout_truncated")  # the JSON API's order (docs/api.md): output before its flags
+_RECORD_FIELDS = (*WIRE_FIELDS[:_CUT], "stdout", "stderr", *WIRE_FIELDS[_CUT:])
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -31,6 +31,7 @@ orphan), which the split-off pieces (zygote_handle.py, status_rules.py, prelude_
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import select
 import signal
@@ -41,6 +42,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import reap  # noqa: E402 - the modules beside this file (``/coderl`` in the sandbox)
 import wire  # noqa: E402
 from prelude_scan import _needs_prelude  # noqa: E402
+from run_record import RunRecord, RunStatus  # noqa: E402
 from status_rules import _child_rlimits, _compile_record, _status  # noqa: E402
 from wire import encode_frame, meta_packet, oom_kills, read_frame, split_meta_packet, write_all  # noqa: E402
 from workdir import WorkDir  # noqa: E402
@@ -133,15 +135,15 @@ class Runner:
 
     def _compile(self, limits: dict) -> tuple[dict, list[bytes]]:
         self._set_job({"kind": "exec", "argv": self.recipe["compile"], "env": self.recipe.get("env", {})}, limits)
-        record, out, err = self._run_one(b"", {}, limits)
-        ok = record["status"] == "ok" and record["exit_code"] == 0
+        record, out, err, _ = self._run_one(b"", {}, limits)
+        ok = record.status is RunStatus.OK and record.exit_code == 0
         if ok:
             for rel in self.recipe.get("artifacts", []):
                 if not self.work.keep(rel):
                     ok = False
                     err += f"\ncompiler produced no {rel}".encode()
         self.work.wipe()
-        return {"ok": ok, "run": record}, [out, err]
+        return {"ok": ok, "run": record.to_wire()}, [out, err]
 
     def _prepare_python(self, limits: dict) -> tuple[dict, list[bytes]]:
         """Compile once, in the zygote: every test forks from a process that holds the code object.
@@ -158,10 +160,10 @@ class Runner:
             packet = meta_packet({**meta, "form": "source"}, source)
         else:
             self._set_job({"kind": "compile_python", "source": name, "filename": meta["filename"]}, limits)
-            record, out, err = self._run_one(b"", {}, dict(limits, stdout_kb=MARSHAL_OUTPUT_KB))
+            record, out, err, _ = self._run_one(b"", {}, dict(limits, stdout_kb=MARSHAL_OUTPUT_KB))
             self.work.wipe()
-            if record["status"] != "ok" or not out.startswith(b"C"):
-                return {"ok": False, "run": record}, [b"", out[1:] if out.startswith(b"E") else err]
+            if record.status is not RunStatus.OK or not out.startswith(b"C"):
+                return {"ok": False, "run": record.to_wire()}, [b"", out[1:] if out.startswith(b"E") else err]
             packet = meta_packet({**meta, "form": "marshal"}, out[1:])
         started = time.monotonic()
         try:
@@ -171,15 +173,16 @@ class Runner:
         except ZygoteLost:  # the compiler itself blew up on this source
             self.zygote.stop()
             message = b"compiling the program crashed the interpreter\n"
-            return {"ok": False, "run": _compile_record("runtime_error", time.monotonic() - started)}, [b"", message]
+            record = _compile_record(RunStatus.RUNTIME_ERROR, time.monotonic() - started)
+            return {"ok": False, "run": record.to_wire()}, [b"", message]
         result, _ = split_meta_packet(reply)
         if op != b"C":
             raise RuntimeError(f"zygote answered {op!r} to a load")
         if not result["ok"]:
-            record = _compile_record("runtime_error", result["seconds"])
-            return {"ok": False, "run": record}, [b"", result["message"].encode("utf-8", "replace")]
+            record = _compile_record(RunStatus.RUNTIME_ERROR, result["seconds"])
+            return {"ok": False, "run": record.to_wire()}, [b"", result["message"].encode("utf-8", "replace")]
         self.code_packet = packet
-        return {"ok": True, "run": _compile_record("ok", result["seconds"])}, [b"", b""]
+        return {"ok": True, "run": _compile_record(RunStatus.OK, result["seconds"]).to_wire()}, [b"", b""]
 
     def run_batch(self, header: dict, blobs: list[bytes]) -> tuple[dict, list[bytes]]:
         """Run every input in order, streaming one result frame each; a ``stop`` frame from the
@@ -211,17 +214,18 @@ class Runner:
                 else:
                     run_limits = dict(limits, wall_s=min(limits["wall_s"], max(left, 0.05)))
             if stopped:
-                outbox.add(encode_frame({"index": index, "status": "skipped", "message": stopped}), urgent=False)
+                outbox.add(encode_frame({"index": index, "status": RunStatus.SKIPPED, "message": stopped}), urgent=False)
                 continue
-            record, out, err = self._run_one(stdin, files, run_limits, fetch=run.get("fetch", []))
-            fetched = record.pop("fetched", {})
-            record.update(index=index, fetch_names=list(fetched))
-            outbox.add(encode_frame(record, [out, err, *fetched.values()]), urgent=record["status"] != "ok")
+            record, out, err, fetched = self._run_one(stdin, files, run_limits, fetch=run.get("fetch", []))
+            header = {**record.to_wire(), "index": index, "fetch_names": list(fetched)}
+            outbox.add(encode_frame(header, [out, err, *fetched.values()]), urgent=record.status is not RunStatus.OK)
         outbox.flush()
         return {"done": True}, []
 
     # -- one test
-    def _run_one(self, stdin: bytes, files: dict, limits: dict, *, fetch=()) -> tuple[dict, bytes, bytes]:  # type: ignore[no-untyped-def]
+    def _run_one(self, stdin: bytes, files: dict, limits: dict,  # type: ignore[no-untyped-def]
+                 *, fetch=()) -> tuple[RunRecord, bytes, bytes, dict[str, bytes]]:
+        """One test: its record, its stdout and stderr, and the files fetched after it."""
         self.work.materialise(files)
         os.ftruncate(self.stdin, 0)
         _pwrite_all(self.stdin, stdin)
@@ -230,25 +234,23 @@ class Runner:
         # A zygote a program killed is gone by now: stopped while its test ran (_watch), or found
         # by check() before the submission began; a send that still fails is ours (sandbox error).
         self._zygote().send(b"R")
-        record, out, err = self._watch(limits, start)
+        record, lost, out, err = self._watch(limits, start)
         markers = self.recipe.get("memory_error_markers", [])
-        if record["status"] == "runtime_error" and any(m.encode() in err for m in markers):
-            record["status"] = "memory_limit"
-            record["message"] = f"memory limit {limits['memory_mb']} MiB exceeded (runtime out of heap)"
+        if record.status is RunStatus.RUNTIME_ERROR and any(m.encode() in err for m in markers):
+            record = dataclasses.replace(record, status=RunStatus.MEMORY_LIMIT,
+                                         message=f"memory limit {limits['memory_mb']} MiB exceeded (runtime out of heap)")
         kills = oom_kills(self.oom_fd)
-        lost = record.pop("zygote_lost")
         # An OOM kill during the test is the test's doing, even when the kernel took the zygote.
-        if kills > self.oom_kills and (record["status"] != "ok" or lost):
-            record["status"] = "memory_limit"
-            record["message"] = f"memory limit {limits['memory_mb']} MiB exceeded (out-of-memory kill)"
+        if kills > self.oom_kills and (record.status is not RunStatus.OK or lost):
+            record = dataclasses.replace(record, status=RunStatus.MEMORY_LIMIT,
+                                         message=f"memory limit {limits['memory_mb']} MiB exceeded (out-of-memory kill)")
         self.oom_kills = kills
-        if fetch:
-            record["fetched"] = self.work.fetch(list(fetch))
-        return record, out, err
+        return record, out, err, self.work.fetch(list(fetch)) if fetch else {}
 
-    def _watch(self, limits: dict, start: float) -> tuple[dict, bytes, bytes]:
+    def _watch(self, limits: dict, start: float) -> tuple[RunRecord, bool, bytes, bytes]:
         """Drain the test's output under its limits until the zygote reports the exit (or, when the
-        zygote is lost, until the adopted test process exits)."""
+        zygote is lost, until the adopted test process exits). Returns the record, whether the
+        zygote was lost, stdout and stderr."""
         zygote = self.zygote
         events = zygote.events
         output = _Output({self.out_r: limits["stdout_kb"] * 1024, self.err_r: limits["stderr_kb"] * 1024},
@@ -318,31 +320,25 @@ class Runner:
                 os.close(adopted)
             self._kill_everything()
         output.drain()
-        record = {
-            "wall_s": round(time.monotonic() - start, 6),
-            "stdout_truncated": output.truncated[self.out_r],
-            "stderr_truncated": output.truncated[self.err_r],
-            "exit_code": None,
-            "signal": None,
-            "time_limit_kind": None,
-            "memory_error": wire.STATUS_MEMORY_ERROR in output.status,
-            "message": "",
-            "zygote_lost": lost,
-        }
+        wall_s = round(time.monotonic() - start, 6)
+        facts = {"exit_code": None, "signal": None, "memory_error": wire.STATUS_MEMORY_ERROR in output.status}
         if exited is None:  # the zygote took the exit status with it
-            record.update(cpu_s=0.0, memory_kb=peak_poll_kb)
-            record["status"] = _status(record, killed_for, limits) if killed_for else "runtime_error"
+            facts.update(cpu_s=0.0, memory_kb=peak_poll_kb)
+            status, kind, message = _status(facts, killed_for, limits) if killed_for else (
+                RunStatus.RUNTIME_ERROR, None, "")
         else:
             wait_status, utime, stime, maxrss = exited
-            record.update(cpu_s=round(utime + stime, 6), memory_kb=max(int(maxrss), peak_poll_kb))
+            facts.update(cpu_s=round(utime + stime, 6), memory_kb=max(int(maxrss), peak_poll_kb))
             if os.WIFEXITED(wait_status):
-                record["exit_code"] = os.WEXITSTATUS(wait_status)
+                facts["exit_code"] = os.WEXITSTATUS(wait_status)
             elif os.WIFSIGNALED(wait_status):
-                record["signal"] = os.WTERMSIG(wait_status)
-            record["status"] = _status(record, killed_for, limits)
-        if lost and not record["message"]:
-            record["message"] = ADOPTED
-        return record, output.bytes(self.out_r), output.bytes(self.err_r)
+                facts["signal"] = os.WTERMSIG(wait_status)
+            status, kind, message = _status(facts, killed_for, limits)
+        record = RunRecord(status=status, exit_code=facts["exit_code"], signal=facts["signal"], time_limit_kind=kind,
+                           cpu_s=facts["cpu_s"], wall_s=wall_s,
+                           memory_kb=facts["memory_kb"], stdout_truncated=output.truncated[self.out_r],
+                           stderr_truncated=output.truncated[self.err_r], message=message or (ADOPTED if lost else ""))
+        return record, lost, output.bytes(self.out_r), output.bytes(self.err_r)
 
     def _adopt(self, pid: int | None, poller: select.poll) -> tuple[int | None, int | None]:
         """The zygote is gone or stuck: stop it for good, and wait for the test process ourselves

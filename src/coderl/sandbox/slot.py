@@ -17,17 +17,16 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from coderl.errors import SlotFailure
+from coderl.errors import NOT_RECEIVED, SlotFailure
 from coderl.sandbox import isolation, seccomp
 from coderl.sandbox.cgroups import CgroupManager, SlotCgroup
 from coderl.sandbox.program import RunInput
-from coderl.sandbox.result import CompileResult, Limits, RunResult, RunStatus
+from coderl.sandbox.result import CompileResult, Limits, RunResult
 from coderl.sandbox.wire import HEADER, MAX_HEADER, encode_frame, oom_kills
 
 _START_TIMEOUT_S = 20.0
 _PROTOCOL_GRACE_S = 10.0  # on top of a run's own wall limit before we call the runner hung
 _RUNNER_OVERHEAD_MB = 64  # the runner itself + the work dir's files, on top of the program's limit
-NOT_RECEIVED = object()  # the compile reply had not arrived when the slot failed
 
 
 @dataclass(frozen=True)
@@ -142,12 +141,12 @@ class Slot:
                       stop: Callable[[int, RunResult], bool] | None) -> tuple[CompileResult | None, list[RunResult]]:
         """Prepare the program and run the inputs in order, pipelined (both requests go out at
         once). Returns the compile record (None when nothing was compiled) and one record per
-        input. On a slot failure, whatever did arrive travels on the exception (``exc.compile``,
-        ``exc.partial``) so the engine can resume after it on a fresh slot."""
+        input. On a slot failure, whatever did arrive travels on the `SlotFailure`'s fields, so
+        the engine can resume after it on a fresh slot."""
         # A compiler gets the compile limits in the cgroup, so its batch can only be sent (with the
         # run limits) once it is done; anything else is sent in one go.
         pipelined = recipe["compile"] is None
-        compiled: CompileResult | None | object = NOT_RECEIVED
+        compiled: CompileResult | None = NOT_RECEIVED
         results: list[RunResult] = []
         stop_sent = False
         oom_at_start = self._oom_kills()
@@ -165,7 +164,7 @@ class Slot:
             # pipelined, the prepare step (a Python compile) runs under the run limits: a hung runner
             # is noticed after those, not after a compiler's
             reply, blobs = await self._receive((limits if pipelined else compile_limits).wall_s + _PROTOCOL_GRACE_S)
-            compiled = CompileResult(ok=bool(reply["ok"]), run=self._run_result(reply["run"], *blobs)) \
+            compiled = CompileResult(ok=bool(reply["ok"]), run=RunResult.from_frame(reply["run"], *blobs)) \
                 if "run" in reply else None
             if not pipelined:
                 await self._send({**batch, "limits": self._wire_limits(limits, memory_overhead_mb)}, batch_blobs)
@@ -173,7 +172,7 @@ class Slot:
                 reply, out = await self._receive(limits.wall_s + _PROTOCOL_GRACE_S)
                 if reply.get("done"):
                     break
-                result = self._run_result(reply, *out) if out else RunResult.skipped(reply.get("message", ""))
+                result = RunResult.from_frame(reply, *out) if out else RunResult.skipped(reply.get("message", ""))
                 results.append(result)
                 if stop is not None and not stop_sent and stop(reply["index"], result):
                     stop_sent = True
@@ -182,15 +181,15 @@ class Slot:
             self.healthy = False
             raise
         except SlotFailure as exc:
-            exc.compile, exc.partial = compiled, results  # type: ignore[attr-defined]
+            exc.compiled, exc.partial = compiled, results
             # The slot's cgroup holds this one submission: an OOM kill there is the program's doing
             # (it can take the runner down by filling tmpfs), so it is a verdict, not our fault.
-            exc.oom_killed = self._oom_kills() > oom_at_start  # type: ignore[attr-defined]
+            exc.oom_killed = self._oom_kills() > oom_at_start
             raise
         if len(results) != len(runs):
             self.healthy = False
             raise SlotFailure(f"slot {self.index} returned {len(results)} results for {len(runs)} inputs")
-        return compiled, results  # type: ignore[return-value]
+        return compiled, results
 
     def _oom_kills(self) -> int:
         return oom_kills(self._oom_fd)
@@ -204,17 +203,6 @@ class Slot:
                 self.healthy = False
                 raise SlotFailure(f"slot {self.index}: cannot set cgroup limits: {exc}") from exc
         return {**limits.to_dict(), "memory_mb": effective_mb, "cgroup_memory": self.uses_cgroup_memory}
-
-    @staticmethod
-    def _run_result(reply: dict, stdout: bytes, stderr: bytes, *fetched: bytes) -> RunResult:
-        files = dict(zip(reply.get("fetch_names", []), fetched, strict=True))
-        return RunResult(
-            status=RunStatus(reply["status"]), exit_code=reply.get("exit_code"), signal=reply.get("signal"),
-            time_limit_kind=reply.get("time_limit_kind"), cpu_s=reply.get("cpu_s", 0.0),
-            wall_s=reply.get("wall_s", 0.0), memory_kb=reply.get("memory_kb", 0), stdout=stdout,
-            stderr=stderr, stdout_truncated=reply.get("stdout_truncated", False),
-            stderr_truncated=reply.get("stderr_truncated", False), message=reply.get("message", ""),
-            files=files)
 
     async def _send(self, header: dict, blobs: list[bytes], then: tuple[dict, list[bytes]] | None = None) -> None:
         """Write a frame (and the frame ``then``, in the same write)."""

@@ -1,11 +1,17 @@
-"""The rules that turn a test's raw facts into its status, and the rlimits a test process gets
-(stdlib only; runs inside the slot beside runner.py). Pure functions of their arguments, so a
+"""The rules that turn a test's raw facts into its `RunStatus` (with the time limit's kind and
+the message for run_record's `RunRecord`), and the rlimits a test process gets (stdlib only;
+runs inside the slot beside runner.py and run_record.py). Pure functions of their arguments, so a
 table test can hold every row of them."""
 
 from __future__ import annotations
 
 import resource
 import signal
+
+if __package__:  # the engine side (and the table tests) import coderl.sandbox.status_rules
+    from coderl.sandbox.run_record import RunRecord, RunStatus
+else:  # the runner imports it from /coderl, beside run_record.py
+    from run_record import RunRecord, RunStatus  # type: ignore[no-redef]
 
 
 def _child_rlimits(limits: dict, pid_namespace: bool) -> list[tuple[int, int, int]]:
@@ -22,37 +28,31 @@ def _child_rlimits(limits: dict, pid_namespace: bool) -> list[tuple[int, int, in
     return rlimits
 
 
-def _status(record: dict, killed_for: str | None, limits: dict) -> str:
-    """Turn the raw facts into one status, in isolate's order: limits first, then the exit."""
-    sig = record["signal"]
+def _status(facts: dict, killed_for: str | None, limits: dict) -> tuple[RunStatus, str | None, str]:
+    """Turn a test's raw facts (``signal``, ``exit_code``, ``cpu_s``, ``memory_kb``,
+    ``memory_error``) into (status, time_limit_kind, message), in isolate's order: limits first,
+    then the exit."""
+    sig = facts["signal"]
     if killed_for == "wall":
-        record["time_limit_kind"] = "wall"
-        record["message"] = f"wall time limit {limits['wall_s']} s exceeded"
-        return "time_limit"
+        return RunStatus.TIME_LIMIT, "wall", f"wall time limit {limits['wall_s']} s exceeded"
     if killed_for == "output":
-        record["message"] = f"stdout exceeded {limits['stdout_kb']} KiB"
-        return "output_limit"
-    if sig == signal.SIGXCPU or (sig == signal.SIGKILL and record["cpu_s"] >= limits["cpu_s"]) or (
-        record["cpu_s"] > limits["cpu_s"]
+        return RunStatus.OUTPUT_LIMIT, None, f"stdout exceeded {limits['stdout_kb']} KiB"
+    if sig == signal.SIGXCPU or (sig == signal.SIGKILL and facts["cpu_s"] >= limits["cpu_s"]) or (
+        facts["cpu_s"] > limits["cpu_s"]
     ):
-        record["time_limit_kind"] = "cpu"
-        record["message"] = f"cpu time limit {limits['cpu_s']} s exceeded"
-        return "time_limit"
-    if killed_for == "memory" or record["memory_error"] or record["memory_kb"] > limits["memory_mb"] * 1024:
-        record["message"] = f"memory limit {limits['memory_mb']} MiB exceeded"
-        return "memory_limit"
+        return RunStatus.TIME_LIMIT, "cpu", f"cpu time limit {limits['cpu_s']} s exceeded"
+    if killed_for == "memory" or facts["memory_error"] or facts["memory_kb"] > limits["memory_mb"] * 1024:
+        return RunStatus.MEMORY_LIMIT, None, f"memory limit {limits['memory_mb']} MiB exceeded"
     if sig == signal.SIGXFSZ:
-        record["message"] = f"file size limit {limits['file_size_kb']} KiB exceeded"
-        return "output_limit"
+        return RunStatus.OUTPUT_LIMIT, None, f"file size limit {limits['file_size_kb']} KiB exceeded"
     if sig is not None:
-        record["message"] = f"killed by signal {sig} ({signal.Signals(sig).name})"
-        return "runtime_error"
-    if record["exit_code"] != 0:
-        record["message"] = f"exit code {record['exit_code']}"
-        return "runtime_error"
-    return "ok"
+        return RunStatus.RUNTIME_ERROR, None, f"killed by signal {sig} ({signal.Signals(sig).name})"
+    if facts["exit_code"] != 0:
+        return RunStatus.RUNTIME_ERROR, None, f"exit code {facts['exit_code']}"
+    return RunStatus.OK, None, ""
 
 
-def _compile_record(status: str, seconds: float) -> dict:
-    return {"status": status, "exit_code": 0 if status == "ok" else 1, "signal": None, "cpu_s": round(seconds, 6),
-            "wall_s": round(seconds, 6), "memory_kb": 0, "message": ""}
+def _compile_record(status: RunStatus, seconds: float) -> RunRecord:
+    """The record of a compile step the runner timed itself (no process of its own to measure)."""
+    return RunRecord(status=status, exit_code=0 if status is RunStatus.OK else 1, cpu_s=round(seconds, 6),
+                     wall_s=round(seconds, 6))
