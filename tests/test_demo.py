@@ -16,4 +16,5 @@ def test_demo_scores_real_problems_end_to_end(tmp_path):
     assert report["isolation"] == "bwrap" and report["all_as_expected"]
     names = {r["set"] for r in report["rows"]}
     assert "HumanEval canonical solutions" in names and "hostile programs" in names
+    assert {"Repository tasks, gold patch (coderl's own)", "Repository tasks, empty patch"} <= names
     assert "all as expected" in done.stdout

@@ -1,6 +1,7 @@
 """`coderl demo`: the main job on a machine without accelerators. Starts the sandbox service, scores
 real problems end to end through the HTTP client (gold solutions, broken ones, the peers' false
-accepts, hostile programs), and prints a report of verdicts and throughput."""
+accepts, hostile programs, coderl's own repository tasks graded by `/v1/swe/grade`), and prints a
+report of verdicts and throughput."""
 
 from __future__ import annotations
 
@@ -43,9 +44,11 @@ def _demo(args: argparse.Namespace) -> int:
         raise FileNotFoundError(f"--shared {args.shared}: not a directory")
     from coderl.server.launch import running_service
 
+    print("building the repository tasks ...", file=sys.stderr)
+    tasks = _repo_tasks()
     print("starting the sandbox service ...", file=sys.stderr)
     with running_service(slots=args.slots or os.cpu_count() or 2) as url:
-        report = asyncio.run(_run(url, int(url.rsplit(":", 1)[1]), shared))
+        report = asyncio.run(_run(url, int(url.rsplit(":", 1)[1]), shared, tasks))
     print(_render(report))
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2))
@@ -96,6 +99,29 @@ def _problem_sets(shared: Path | None, port: int) -> list[tuple[str, str, list[d
     return sets
 
 
+def _repo_tasks() -> list[dict[str, Any]]:
+    """coderl's own repository tasks as rows, their mirrors built under the cache, and the service
+    (started after this) told where they are through ``CODERL_SWE_REPOS``."""
+    from coderl.agent.repo_env import default_cache_dir
+    from coderl.agent.task_set import build_task_set
+
+    built = default_cache_dir() / "demo-swe"
+    tasks = [t.to_row() for t in build_task_set(built)]
+    os.environ["CODERL_SWE_REPOS"] = str(built / "repos")
+    return tasks
+
+
+def _repo_sets(tasks: list[dict[str, Any]]) -> list[tuple[str, str, list[dict[str, Any]]]]:
+    """(name, expected outcome, grading items): the gold fix must resolve every task, no change none."""
+    return [("Repository tasks, gold patch (coderl's own)", "accepted",
+             [{"task": t, "patch": t["patch"]} for t in tasks]),
+            ("Repository tasks, empty patch", "rejected", [{"task": t, "patch": ""} for t in tasks])]
+
+
+_GRADE_VERDICT = {"resolved": "accepted", "unresolved": "wrong_answer", "apply_failed": "compile_error",
+                  "sandbox_error": "sandbox_error"}
+
+
 def _humaneval() -> list[dict[str, Any]]:
     from coderl.data.evalsets import humaneval_source
 
@@ -103,7 +129,7 @@ def _humaneval() -> list[dict[str, Any]]:
         return [json.loads(line) for line in fh]
 
 
-async def _run(url: str, port: int, shared: Path | None) -> dict[str, Any]:
+async def _run(url: str, port: int, shared: Path | None, tasks: list[dict[str, Any]]) -> dict[str, Any]:
     from tqdm import tqdm
 
     from coderl.client import SandboxClient
@@ -112,13 +138,14 @@ async def _run(url: str, port: int, shared: Path | None) -> dict[str, Any]:
     async with SandboxClient(url) as client:
         caps = await client.capabilities()
         sets = _problem_sets(shared, port)
-        with tqdm(total=sum(len(s) for _, _, s in sets), desc="judging", unit=" submissions", file=sys.stderr) as bar:
-            for name, expect, subs in sets:
+        repo_sets = _repo_sets(tasks)
+        scored = [(s, _judge) for s in sets] + [(s, _grade) for s in repo_sets]
+        with tqdm(total=sum(len(s[2]) for s, _ in scored), desc="judging", unit=" submissions",
+                  file=sys.stderr) as bar:
+            for (name, expect, subs), score in scored:
                 started = time.monotonic()
-                results = []
-                for i in range(0, len(subs), 64):
-                    results += await client.judge(subs[i:i + 64])
-                    bar.update(len(subs[i:i + 64]))
+                results = await score(client, subs)
+                bar.update(len(subs))
                 elapsed = time.monotonic() - started
                 verdicts = Counter(r.get("verdict") or "error" for r in results)
                 accepted = verdicts.get("accepted", 0)
@@ -131,6 +158,20 @@ async def _run(url: str, port: int, shared: Path | None) -> dict[str, Any]:
     return {"isolation": caps["isolation"], "languages": sorted(caps["languages"]), "slots": caps["slots"],
             "rows": rows, "all_as_expected": all(r["as_expected"] for r in rows),
             "shared_data": str(shared) if shared else None}
+
+
+async def _judge(client: Any, subs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    results: list[dict[str, Any]] = []
+    for i in range(0, len(subs), 64):
+        results += await client.judge(subs[i:i + 64])
+    return results
+
+
+async def _grade(client: Any, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Repository grades as judge-like results: a test is one FAIL_TO_PASS or PASS_TO_PASS test."""
+    return [{"id": g.get("instance_id"), "verdict": _GRADE_VERDICT.get(g.get("status", ""), "error"),
+             "total": len(g.get("fail_to_pass", {})) + len(g.get("pass_to_pass", {}))}
+            for g in await client.grade_swe(items)]
 
 
 def _render(report: dict[str, Any]) -> str:
