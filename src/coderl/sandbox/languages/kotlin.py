@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import re
+
 from coderl.sandbox.languages import jvm
 from coderl.sandbox.languages.base import Language
 
@@ -10,9 +12,18 @@ _COMPILER_JARS = ("kotlin-compiler", "kotlin-stdlib", "kotlin-script-runtime", "
                   "annotations-13.0")
 
 
+_TOP_LEVEL_MAIN = re.compile(r"^fun\s+main\s*\(", re.M)
+_HEADER_LINE = re.compile(r"^\s*(?:$|//|package\s|import\s|@file:)")
+
+
 class Kotlin(Language):
     """Kotlin 1.3 (Debian 12's): the compiler runs as a plain JVM program (no launcher script) into
-    one jar; a top-level ``fun main`` in main.kt is the class MainKt."""
+    one jar; a top-level ``fun main`` in main.kt is the class MainKt.
+
+    Debian's compiler cannot compile scripts (``.kts``, ScaleBox's ``kotlin_script``), so a program
+    without a top-level ``main`` has its statements wrapped in one: its functions and classes become
+    local ones, which Kotlin allows, and the wrapper opens on the first line after the imports, so
+    the compiler's line numbers are the program's own."""
 
     name = "kotlin"
     aliases = ("kt", "kotlin_script")
@@ -26,6 +37,15 @@ class Kotlin(Language):
     memory_error_markers = jvm.MEMORY_ERROR_MARKERS
     memory_overhead_mb = 192
     hello = 'fun main() { println("hello, coderl") }\n'
+
+    @classmethod
+    def source_for(cls, source: str) -> tuple[str, str]:
+        if _TOP_LEVEL_MAIN.search(source):
+            return cls.source_name, source
+        lines = source.split("\n")
+        body = next((i for i, line in enumerate(lines) if not _HEADER_LINE.match(line)), len(lines))
+        lines[body:] = ["fun main(args: Array<String>) { " + "\n".join(lines[body:]) + "\n}"]
+        return cls.source_name, "\n".join(lines)
 
     @classmethod
     def available(cls) -> bool:
