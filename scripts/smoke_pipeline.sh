@@ -7,7 +7,7 @@
 #   scripts/smoke_pipeline.sh [RUN_DIR]     (default outputs/smoke; the report: RUN_DIR/report.json)
 #
 # Knobs: SMOKE_VENV (.smoke-venv, created and kept up to date here), SMOKE_SFT_EPOCHS (30),
-# SMOKE_RL_STEPS (2), CODERL_PORT (a free port).
+# SMOKE_RL_STEPS (2), SMOKE_NICE (10: each stage's niceness), CODERL_PORT (a free port).
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 case "${1:-}" in -h|--help) sed -n '2,10p' "$0"; exit 0 ;; esac
