@@ -74,9 +74,9 @@ def test_response_extraction_and_bad_submissions(judge):
     assert res.accepted and res.extraction_rule == "fence:python" and res.code == "print(input())\n"
     with pytest.raises(NoCodeFound):
         judge(Submission(response="I give up.", spec=ECHO))
-    with pytest.raises(BadRequest, match="not judged for cpp"):
-        judge(Submission(language="cpp", code="int main(){}", spec={"mode": "function", "fn_name": "f",
-                                                                      "cases": [{"args": [], "output": 1}]}))
+    with pytest.raises(BadRequest, match="not a number"):  # a C++ int cannot take a map
+        judge(Submission(language="cpp", code="int f(int a) { return a; }",
+                         spec={"mode": "function", "fn_name": "f", "cases": [{"args": [{"k": 1}], "output": 1}]}))
 
 
 def test_function_mode_conventions(judge):
