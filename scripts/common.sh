@@ -57,3 +57,26 @@ check_sandbox() {
 reward_file() {
   "$PYTHON" -c "import coderl.reward.code_reward as m; print(m.__file__)"
 }
+
+# The trainer keys and the Ascend settings both GRPO scripts share, then the user's overrides last
+# (Hydra keeps the last value). Arguments: the default save_freq, test_freq and total_epochs.
+grpo_trainer_overrides() {
+  OVERRIDES+=(
+    "trainer.device=$DEVICE"
+    "trainer.n_gpus_per_node=$N_GPUS"
+    "trainer.nnodes=${NNODES:-1}"
+    "trainer.project_name=$PROJECT"
+    "trainer.experiment_name=$EXPERIMENT"
+    "trainer.default_local_dir=$OUTPUT_DIR/checkpoints"
+    "trainer.rollout_data_dir=$OUTPUT_DIR/rollouts"
+    "trainer.logger=[console,file]"
+    "trainer.save_freq=${SAVE_FREQ:-$1}"
+    "trainer.test_freq=${TEST_FREQ:-$2}"
+    "trainer.total_epochs=${EPOCHS:-$3}"
+  )
+  if [ "$DEVICE" = npu ]; then
+    export RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES=1 HCCL_CONNECT_TIMEOUT="${HCCL_CONNECT_TIMEOUT:-1500}"
+    OVERRIDES+=(actor_rollout_ref.rollout.enable_chunked_prefill=False actor_rollout_ref.actor.use_torch_compile=False)
+  fi
+  OVERRIDES+=("${EXTRA_OVERRIDES[@]}")
+}

@@ -68,23 +68,8 @@ OVERRIDES=(
   "+reward.custom_reward_function.reward_kwargs.log_dir=$OUTPUT_DIR/reward_samples"
   "+ray_kwargs.ray_init.runtime_env.env_vars.CODERL_SANDBOX_URL='$SANDBOX_URL'"
   "+ray_kwargs.ray_init.runtime_env.env_vars.VERL_FILE_LOGGER_PATH=$OUTPUT_DIR/metrics.jsonl"
-  "trainer.device=$DEVICE"
-  "trainer.n_gpus_per_node=$N_GPUS"
-  "trainer.nnodes=${NNODES:-1}"
-  "trainer.project_name=$PROJECT"
-  "trainer.experiment_name=$EXPERIMENT"
-  "trainer.default_local_dir=$OUTPUT_DIR/checkpoints"
-  "trainer.rollout_data_dir=$OUTPUT_DIR/rollouts"
-  "trainer.logger=[console,file]"
-  "trainer.save_freq=${SAVE_FREQ:-20}"
-  "trainer.test_freq=${TEST_FREQ:-20}"
-  "trainer.total_epochs=${EPOCHS:-15}"
 )
-if [ "$DEVICE" = npu ]; then
-  export RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES=1 HCCL_CONNECT_TIMEOUT="${HCCL_CONNECT_TIMEOUT:-1500}"
-  OVERRIDES+=(actor_rollout_ref.rollout.enable_chunked_prefill=False actor_rollout_ref.actor.use_torch_compile=False)
-fi
-OVERRIDES+=("${EXTRA_OVERRIDES[@]}")
+grpo_trainer_overrides 20 20 15
 export CODERL_SANDBOX_URL="$SANDBOX_URL" VERL_FILE_LOGGER_PATH="$OUTPUT_DIR/metrics.jsonl"
 
 if [ "$DRY_RUN" = 1 ]; then
