@@ -9,10 +9,14 @@ cd "$(dirname "$0")/.."
 EXTRAS="${1:-dev}"
 PY="${PYTHON:-python3}"
 
-# the sandbox's Debian packages: the one list the image installs too (version pins dropped here)
+# the sandbox's Debian packages: the one list the image installs too (version pins dropped here).
+# A package whose command is already on PATH from elsewhere is left alone: NodeSource's nodejs
+# bundles npm (Debian's npm conflicts with it), rustup provides rustc.
 need_apt=()
 while read -r pkg; do
-  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" || need_apt+=("$pkg")
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" && continue
+  command -v "$pkg" >/dev/null 2>&1 && continue
+  need_apt+=("$pkg")
 done < <(sed -e 's/#.*//' -e 's/=.*//' -e 's/[[:space:]]//g' -e '/^$/d' docker/sandbox-apt.txt)
 if [ "${#need_apt[@]}" -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
