@@ -195,6 +195,6 @@ def _render(report: dict[str, Any]) -> str:
         if hostile:
             console.print("hostile programs: " + "; ".join(f"{k} -> {v}" for k, v in hostile["details"].items()))
         if report["shared_data"] is None:
-            console.print("(../shared/data not found: only HumanEval and the hostile set were scored)")
+            console.print("(../shared/data not found: only HumanEval, the hostile set and the repository tasks were scored)")
         console.print("all as expected" if report["all_as_expected"] else "SOME RESULTS WERE NOT AS EXPECTED")
     return capture.get()
