@@ -142,6 +142,60 @@ def test_vllm_backend_batches_with_the_sampling_settings(monkeypatch):
         VLLMBackend("/models/x", Sampling())
 
 
+def test_vllm_backend_batches_the_tool_modes_turns(monkeypatch):
+    """Episodes ask for their turns one at a time; the turns asked for together go to vLLM as one
+    batch, with the tool schema, and each episode gets its own answer back."""
+    batches: list = []
+
+    class LLM:
+        def __init__(self, **kwargs):
+            pass
+
+        def chat(self, conversations, params, use_tqdm, **kwargs):
+            batches.append((len(conversations), kwargs.get("tools")))
+            out = types.SimpleNamespace
+            return [out(outputs=[out(text=_reply(c), finish_reason="stop")]) for c in conversations]
+
+    def _reply(conversation):
+        if conversation[-1]["role"] == "tool":  # after the tool ran: the final answer
+            return f"```python\nprint({conversation[-1]['content'].split()[-1]})\n```"
+        code = conversation[-1]["content"]
+        return f'<tool_call>\n{{"name": "code_interpreter", "arguments": {{"code": "print({code})"}}}}\n</tool_call>'
+
+    class Sandbox:
+        async def run(self, language, code, stdin, limits):
+            await asyncio.sleep(0.01 * int(code[6:-1]))  # tool calls finish at different times
+            return {"compile": None, "run": {"status": "ok", "stdout": code[6:-1] + "\n", "stderr": ""}}
+
+    monkeypatch.setitem(sys.modules, "vllm", types.SimpleNamespace(LLM=LLM, SamplingParams=lambda **kw: None))
+    backend = VLLMBackend("/models/x", Sampling(n=1))
+    tool_agent = agent.ToolAgent(backend, Sandbox(), max_turns=3)
+    items = [({"prompt": [{"role": "user", "content": str(i)}]}, 0) for i in range(6)]
+    out = asyncio.run(tool_agent.generate(items))
+    assert [g.tool_calls for g in out] == [1] * 6
+    assert [g.text.splitlines()[-2] for g in out] == [f"print({i})" for i in range(6)]
+    # turn 1: one batch of six; turn 2: the answers after the tool, batched as they became ready
+    assert batches[0] == (6, [agent.CODE_INTERPRETER_SCHEMA]) and sum(n for n, _ in batches) == 12
+
+
+def test_vllm_backend_hands_a_failed_batch_to_each_of_its_callers(monkeypatch):
+    class LLM:
+        def __init__(self, **kwargs):
+            pass
+
+        def chat(self, conversations, params, use_tqdm, **kwargs):
+            raise RuntimeError("engine died")
+
+    monkeypatch.setitem(sys.modules, "vllm", types.SimpleNamespace(LLM=LLM, SamplingParams=lambda **kw: None))
+    backend = VLLMBackend("/models/x", Sampling(n=1))
+
+    async def main():
+        return await asyncio.gather(*(backend.chat([{"role": "user", "content": "x"}]) for _ in range(3)),
+                                    return_exceptions=True)
+
+    assert [str(e) for e in asyncio.run(main())] == ["engine died"] * 3
+
+
 def test_tool_mode_stops_at_the_turn_limit():
     class Looping:
         calls = 0

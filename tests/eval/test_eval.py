@@ -183,6 +183,7 @@ def test_unreachable_sandbox_url_is_named(tmp_path):
 
 @pytest.mark.parametrize("extra, message", [
     (("--backend", "responses", "--responses", "/nonexistent.jsonl"), "responses file not found"),
+    (("--backend", "responses", "--responses", "/nonexistent.jsonl", "--tools"), "--tools needs a model to talk to"),
     (("--model", "m"), "--base-url and --model are required"),
     (("--backend", "openai", "--base-url", "localhost:8000", "--model", "m"), "http(s):// URL"),
 ])

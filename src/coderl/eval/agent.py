@@ -12,7 +12,7 @@ import time
 from typing import Any
 
 from coderl.data.prompts import TOOL_SYSTEM_PROMPT
-from coderl.eval.backends import Generation, Item, OpenAIBackend
+from coderl.eval.backends import ChatBackend, Generation, Item
 from coderl.tools.schema import CODE_INTERPRETER_SCHEMA, InterpreterSettings, Runner, call_interpreter
 
 _TEXT_CALL = re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.S)
@@ -26,7 +26,7 @@ def tool_prompt(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 class ToolAgent:
     per_sample = True
 
-    def __init__(self, backend: OpenAIBackend, sandbox: Runner, max_turns: int,
+    def __init__(self, backend: ChatBackend, sandbox: Runner, max_turns: int,
                  settings: InterpreterSettings = InterpreterSettings()) -> None:
         self.backend = backend
         self.sandbox = sandbox

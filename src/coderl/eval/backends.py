@@ -4,7 +4,8 @@ Every backend answers ``await generate(items) -> list[Generation]`` for a list o
 ``(problem, sample_index)`` pairs. ``per_sample`` says how the evaluator should feed it: the
 endpoint gets one task per sample (its own semaphore bounds what is in flight, and a long answer
 never holds up a batch), vLLM and the file get batches. The multi-turn tool mode (`agent.py`)
-wraps the endpoint's chat call.
+wraps a backend's ``chat`` call: the endpoint's, or vLLM's, which gathers the turns that episodes
+ask for at about the same time into one offline batch.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import random
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 
@@ -35,6 +36,13 @@ class Sampling:
 
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v is not None}
+
+
+class ChatBackend(Protocol):
+    """What the multi-turn tool mode needs of a backend: one chat turn at a time."""
+
+    async def chat(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        """``{"message": {"content", optional "tool_calls"}, "finish_reason"}``."""
 
 
 @dataclass
@@ -113,9 +121,11 @@ class OpenAIBackend:
 
 
 class VLLMBackend:
-    """vLLM offline on GPU/NPU, batched. Imported lazily: vLLM is only in the trainer images."""
+    """vLLM offline, batched. Imported lazily: vLLM is only in the trainer images (and the CPU smoke
+    environment)."""
 
     per_sample = False
+    batch_window_s = 0.05  # how long a chat turn waits for other episodes' turns to join its batch
 
     def __init__(self, model: str, sampling: Sampling, *, tensor_parallel_size: int = 1) -> None:
         try:
@@ -128,10 +138,43 @@ class VLLMBackend:
                                      top_k=sampling.top_k or -1, max_tokens=sampling.max_tokens)
         self.chat_kwargs = ({"chat_template_kwargs": {"enable_thinking": sampling.enable_thinking}}
                             if sampling.enable_thinking is not None else {})
+        self._waiting: list[tuple[list[dict[str, Any]], list[dict[str, Any]] | None, asyncio.Future]] = []
+        self._batcher: asyncio.Task | None = None
+
+    def _chat(self, conversations: list[list[dict[str, Any]]], tools: list[dict[str, Any]] | None = None) -> list[Any]:
+        kwargs = {**self.chat_kwargs, **({"tools": tools} if tools else {})}
+        return [o.outputs[0] for o in self.llm.chat(conversations, self.params, use_tqdm=False, **kwargs)]
 
     async def generate(self, items: list[Item]) -> list[Generation]:
-        outputs = self.llm.chat([p["prompt"] for p, _ in items], self.params, use_tqdm=False, **self.chat_kwargs)
-        return [Generation(o.outputs[0].text, o.outputs[0].finish_reason) for o in outputs]
+        return [Generation(o.text, o.finish_reason) for o in self._chat([p["prompt"] for p, _ in items])]
+
+    async def chat(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        """One completion, in the endpoint's shape (tool calls stay in the text, hermes-style, as
+        vLLM offline has no tool parser). Episodes call this one turn at a time; the turns waiting
+        together are generated as one batch, so the tool mode keeps vLLM's batching."""
+        future = asyncio.get_running_loop().create_future()
+        self._waiting.append((messages, tools, future))
+        if self._batcher is None or self._batcher.done():
+            self._batcher = asyncio.create_task(self._run_waiting())
+        return await future
+
+    async def _run_waiting(self) -> None:
+        while self._waiting:
+            await asyncio.sleep(self.batch_window_s)
+            batch, self._waiting = self._waiting, []
+            by_tools: dict[str, list[tuple[list[dict[str, Any]], list[dict[str, Any]] | None, asyncio.Future]]] = {}
+            for entry in batch:
+                by_tools.setdefault(json.dumps(entry[1], sort_keys=True), []).append(entry)
+            for group in by_tools.values():
+                try:
+                    outputs = self._chat([m for m, _, _ in group], group[0][1])
+                except Exception as exc:  # noqa: BLE001 - handed to every caller of this batch
+                    for _, _, future in group:
+                        future.set_exception(exc)
+                    continue
+                for (_, _, future), o in zip(group, outputs):
+                    future.set_result({"message": {"role": "assistant", "content": o.text},
+                                       "finish_reason": o.finish_reason})
 
     async def aclose(self) -> None:
         pass

@@ -235,12 +235,12 @@ def _backend(cfg: EvalConfig) -> Any:
     if cfg.backend == "responses":
         if not cfg.responses:
             raise BadRequest("--responses FILE is required with --backend responses")
+        if cfg.tools:
+            raise BadRequest("--tools needs a model to talk to (--backend openai or vllm), not a --responses file")
         return backends.ResponsesBackend(cfg.responses)
     if cfg.backend == "vllm":
         if not cfg.model:
             raise BadRequest("--model (a Hugging Face model dir) is required with --backend vllm")
-        if cfg.tools:
-            raise BadRequest("--tools needs --backend openai (a served model: `vllm serve` with a tool parser)")
         return backends.VLLMBackend(cfg.model, cfg.sampling, tensor_parallel_size=cfg.tensor_parallel_size)
     if cfg.backend == "openai":
         if not cfg.base_url or not cfg.model:
