@@ -23,6 +23,7 @@ import httpx
 from coderl.errors import BadRequest, ServiceUnavailable
 
 Item = tuple[dict[str, Any], int]  # (problem row, sample index)
+Messages = list[dict[str, Any]]
 
 
 @dataclass
@@ -138,10 +139,10 @@ class VLLMBackend:
                                      top_k=sampling.top_k or -1, max_tokens=sampling.max_tokens)
         self.chat_kwargs = ({"chat_template_kwargs": {"enable_thinking": sampling.enable_thinking}}
                             if sampling.enable_thinking is not None else {})
-        self._waiting: list[tuple[list[dict[str, Any]], list[dict[str, Any]] | None, asyncio.Future]] = []
+        self._waiting: list[tuple[Messages, list[dict[str, Any]] | None, asyncio.Future]] = []  # turns, tools, answer
         self._batcher: asyncio.Task | None = None
 
-    def _chat(self, conversations: list[list[dict[str, Any]]], tools: list[dict[str, Any]] | None = None) -> list[Any]:
+    def _chat(self, conversations: list[Messages], tools: list[dict[str, Any]] | None = None) -> list[Any]:
         kwargs = {**self.chat_kwargs, **({"tools": tools} if tools else {})}
         return [o.outputs[0] for o in self.llm.chat(conversations, self.params, use_tqdm=False, **kwargs)]
 
@@ -162,7 +163,7 @@ class VLLMBackend:
         while self._waiting:
             await asyncio.sleep(self.batch_window_s)
             batch, self._waiting = self._waiting, []
-            by_tools: dict[str, list[tuple[list[dict[str, Any]], list[dict[str, Any]] | None, asyncio.Future]]] = {}
+            by_tools: dict[str, list[tuple[Messages, list[dict[str, Any]] | None, asyncio.Future]]] = {}
             for entry in batch:
                 by_tools.setdefault(json.dumps(entry[1], sort_keys=True), []).append(entry)
             for group in by_tools.values():
@@ -172,7 +173,7 @@ class VLLMBackend:
                     for _, _, future in group:
                         future.set_exception(exc)
                     continue
-                for (_, _, future), o in zip(group, outputs):
+                for (_, _, future), o in zip(group, outputs, strict=True):
                     future.set_result({"message": {"role": "assistant", "content": o.text},
                                        "finish_reason": o.finish_reason})
 
