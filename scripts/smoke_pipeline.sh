@@ -58,11 +58,12 @@ stage data bash -c "
   coderl data lcb --source '$FIXTURES/lcb.jsonl' --out '$RUN/data/lcb' &&
   '$PYTHON' -c 'import sys; from pathlib import Path; from coderl.data.qwen_tokenizer import build_tiny_model; build_tiny_model(Path(sys.argv[1]), hidden_size=128, num_heads=2, seed=0, vocab_ranks=8192)' '$RUN/model'"
 
-# Tool-call SFT: enough epochs over 14 short conversations (475 tokens with the tool schema) that the
-# model writes the tool call and a code block every time (and, by the fixtures' design, a right or a
-# wrong program about equally often); a high learning rate, as the model is random and tiny.
+# Tool-call SFT: enough epochs over 22 short conversations that the model writes the tool call and a
+# code block every time (and, by the fixtures' design, a right or a wrong program about equally often);
+# a high learning rate, as the model is random and tiny. MAX_LENGTH 768: with the tool schema an RL-style
+# conversation is 475 tokens, one in LiveCodeBench's prompt 600 (at 512 verl cut their answers off).
 stage sft env MODEL_PATH="$RUN/model" TRAIN_FILES="$RUN/data/sft/train.parquet" VAL_FILES="$RUN/data/sft/validation.parquet" \
-  OUTPUT_DIR="$RUN/sft" EXPERIMENT=smoke-sft BATCH=4 MICRO_BATCH=4 MAX_LENGTH=512 LR=3e-3 EPOCHS="${SMOKE_SFT_EPOCHS:-30}" \
+  OUTPUT_DIR="$RUN/sft" EXPERIMENT=smoke-sft BATCH=4 MICRO_BATCH=4 MAX_LENGTH=768 LR=3e-3 EPOCHS="${SMOKE_SFT_EPOCHS:-30}" \
   bash "$SCRIPTS/run_toolcall_sft.sh" "${SMOKE_SFT_OVERRIDES[@]}"
 SFT_CKPT="$(find "$RUN/sft" -maxdepth 1 -type d -name 'global_step_*' | sort -V | tail -n 1)"
 stage merge_sft bash "$SCRIPTS/merge_checkpoint.sh" "$SFT_CKPT" "$RUN/sft/merged"
@@ -76,11 +77,13 @@ stage rl env MODEL_PATH="$RUN/sft/merged" TRAIN_FILES="$RUN/data/rl/train.parque
   "$SANDBOX_URL" > "$RUN/logs/sandbox_metrics_after_rl.txt"
 RL_CKPT="$(find "$RUN/rl/checkpoints" -maxdepth 1 -type d -name 'global_step_*' | sort -V | tail -n 1)"
 
-# LiveCodeBench-shaped eval of the SFT model (step 0) and the RL checkpoint (merged by the script).
+# LiveCodeBench-shaped eval of the SFT model (step 0) and the RL checkpoint (merged by the script),
+# multi-turn with the code_interpreter tool as in training (vLLM offline, the tool in our sandbox).
 EVAL_ENV=(PROBLEMS="$RUN/data/lcb" BACKEND=vllm N=4 TEMPERATURE=0.6 MAX_TOKENS=256 OUT_DIR="$RUN/eval"
           FIGURE="$RUN/figures/evaluation_progress.png")
-stage eval_sft env "${EVAL_ENV[@]}" STEP=0 bash "$SCRIPTS/eval_livecodebench.sh" "$RUN/sft/merged"
-stage eval_rl env "${EVAL_ENV[@]}" bash "$SCRIPTS/eval_livecodebench.sh" "$RL_CKPT"
+EVAL_TOOLS=(--tools --max-turns 3)
+stage eval_sft env "${EVAL_ENV[@]}" STEP=0 bash "$SCRIPTS/eval_livecodebench.sh" "$RUN/sft/merged" "${EVAL_TOOLS[@]}"
+stage eval_rl env "${EVAL_ENV[@]}" bash "$SCRIPTS/eval_livecodebench.sh" "$RL_CKPT" "${EVAL_TOOLS[@]}"
 
 stage plots bash -c "
   coderl plot training --metrics '$RUN/rl/metrics.jsonl' --rollouts '$RUN/rl/reward_samples' --out '$RUN/figures/training_progress.png' --note 'tiny-model CPU smoke run' &&

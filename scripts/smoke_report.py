@@ -3,8 +3,8 @@
     python scripts/smoke_report.py RUN_DIR
 
 Reads verl's metrics.jsonl (file logger), the reward's per-sample log (reward_samples/<step>.jsonl),
-the sandbox's Prometheus counters snapshotted right after RL, the eval's results.csv, the stage
-timings, and compares the SFT model's weights with the RL checkpoint's.
+the sandbox's Prometheus counters snapshotted right after RL, the eval's results.csv and samples,
+the stage timings, and compares the SFT model's weights with the RL checkpoint's.
 """
 
 from __future__ import annotations
@@ -48,6 +48,15 @@ def sandbox_runs(run: Path) -> dict[str, float]:
     return dict(out)
 
 
+def eval_tool_calls(run: Path) -> dict[str, float]:
+    """Tool calls per eval sample, by step (the eval runs multi-turn with the tool, as training does)."""
+    out = {}
+    for path in sorted((run / "eval").glob("step_*/samples.jsonl")):
+        calls = [json.loads(line).get("tool_calls", 0) for line in path.read_text().splitlines() if line.strip()]
+        out[path.parent.name.removeprefix("step_")] = mean(calls) if calls else 0.0
+    return out
+
+
 def weight_change(before: Path, after: Path) -> float:
     """The largest absolute difference over all parameters of two Hugging Face model dirs."""
     from safetensors.torch import load_file
@@ -86,6 +95,7 @@ def main(run: Path) -> int:
         "rl_checkpoint": str(rl_ckpt),
         "max_weight_change_sft_to_rl": weight_change(run / "sft" / "merged", rl_ckpt / "huggingface_merged"),
         "pass_at_1": evals,
+        "eval_tool_calls_per_sample": eval_tool_calls(run),
         "figures": sorted(str(p) for p in (run / "figures").glob("*.png")),
         "stage_seconds": {k: int(v) for k, v in stages.items()},
     }
@@ -99,6 +109,8 @@ def main(run: Path) -> int:
     print(f"  sandbox during RL   {report['sandbox_requests_during_rl']}")
     print(f"  weights SFT -> RL   max |change| {report['max_weight_change_sft_to_rl']:.3g}")
     print("  pass@1 (%)          " + ", ".join(f"step {k}: {v:.1f}" for k, v in sorted(evals.items())))
+    print("  eval tool calls     " + ", ".join(f"step {k}: {v:.2f} per sample"
+                                           for k, v in sorted(report["eval_tool_calls_per_sample"].items(), key=lambda kv: int(kv[0]))))
     total = sum(report["stage_seconds"].values())
     print("  wall time (s)       " + ", ".join(f"{k} {v}" for k, v in report["stage_seconds"].items()) + f"; total {total}")
     return 0
