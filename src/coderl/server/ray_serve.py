@@ -14,6 +14,24 @@ from typing import Any
 
 from coderl.server.settings import Settings
 
+# Ray Serve's controller restarts an HTTP proxy that misses 3 checks in a row: 5 s each for the
+# readiness check while it starts, 10 s each for the health check (every 10 s) after. On a node
+# whose CPUs verl's workers keep busy a live proxy misses them: a proxy starved of CPU for 50 s was
+# restarted, and at load 6-10 on 2 cores `serve.start` itself failed when its proxy missed 3
+# readiness checks. A restart resets every connection through that node and refuses new ones
+# until the new proxy is up (seconds; longer on a loaded node, where the new one can miss its
+# readiness checks too), which spends the clients' retries. 30 s per check tolerates about 90 s of
+# starvation while starting and 2 minutes after; a proxy that died fails its checks without a wait.
+PROXY_CHECK_ENV = {"RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S": "30", "RAY_SERVE_PROXY_HEALTH_CHECK_TIMEOUT_S": "30"}
+
+
+def start_serve(http_options: dict[str, Any]) -> None:
+    """``serve.start`` with proxy checks that a loaded node passes (`PROXY_CHECK_ENV`; they apply
+    when this call creates the Serve controller, not to one already running in the cluster)."""
+    from ray import serve
+
+    serve.start(http_options=http_options, controller_options={"runtime_env": {"env_vars": PROXY_CHECK_ENV}})
+
 
 def build_app(settings: Settings, *, replicas: int | None = None, cpus_per_replica: float = 1.0) -> Any:
     """The bound Ray Serve application (call ``serve.run`` on it)."""
@@ -46,7 +64,7 @@ def deploy(settings: Settings, *, replicas: int | None = None) -> int:
 
     ray.init(address=os.environ.get("RAY_ADDRESS", "auto") if _cluster_running() else None)
     nodes = [n for n in ray.nodes() if n.get("Alive")]
-    serve.start(http_options={"host": settings.host, "port": settings.port, "location": "EveryNode"})
+    start_serve({"host": settings.host, "port": settings.port, "location": "EveryNode"})
     serve.run(build_app(settings, replicas=replicas or len(nodes)), name="coderl", route_prefix="/")
     print(f"coderl sandbox on Ray Serve: {replicas or len(nodes)} replica(s), HTTP proxy on every node at "
           f"port {settings.port}")
