@@ -1,6 +1,6 @@
 """Scale-out on a local Ray cluster (loopback): 2 replicas behind Ray Serve's proxy, requests
 spread over both, a killed replica loses no request (client retry) and comes back, and a proxy
-starved of CPU (a loaded node) is waited for, not restarted under its requests.
+starved of CPU (a loaded node) is waited for, as it starts and under its requests, not restarted.
 
 The cluster is this module's own (``address="local"``): a verl run or another test's cluster on
 the same machine is never joined. Every wait is bounded and says what it was waiting for."""
@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import threading
 import time
 
 import httpx
@@ -21,6 +22,49 @@ from coderl.server.settings import Settings
 from tests.helpers.service import free_port
 
 pytestmark = pytest.mark.ray
+
+
+@pytest.mark.timeout(600)
+def test_a_proxy_slow_to_start_is_waited_for():
+    """A proxy whose start takes 65 s (SIGSTOP as it starts: a loaded node) is kept by the controller
+    and waited for past ``serve.start``'s own 60 s. Runs before the module's cluster starts (its
+    own cluster, shut down at the end)."""
+    ray = pytest.importorskip("ray")
+    from ray import serve
+
+    from coderl.server.ray_serve import build_app, start_serve
+
+    ray.init(address="local", num_cpus=2, include_dashboard=False)
+    frozen: list[int] = []
+
+    def freeze_the_proxy_as_it_starts() -> None:
+        deadline = time.monotonic() + 60
+        while not frozen and time.monotonic() < deadline:
+            frozen.extend(pid for pid in _descendants(os.getpid()) if _cmdline(pid).startswith("ray::ProxyActor"))
+            time.sleep(0.01)
+        for pid in frozen:
+            os.kill(pid, signal.SIGSTOP)
+        time.sleep(65)
+        for pid in frozen:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+
+    freezer = threading.Thread(target=freeze_the_proxy_as_it_starts)
+    try:
+        port = free_port()
+        freezer.start()
+        start_serve({"host": "127.0.0.1", "port": port})
+        freezer.join()
+        assert len(frozen) == 1, f"expected to freeze one starting proxy, froze {frozen}"
+        serve.run(build_app(Settings(slots=1, queue=32), replicas=1, cpus_per_replica=0.5), name="coderl",
+                  route_prefix="/")
+        _wait_for_readyz(f"http://127.0.0.1:{port}")
+        assert _proxy_pid() == frozen[0], "the controller restarted the proxy"
+    finally:
+        if freezer.is_alive():
+            freezer.join()
+        serve.shutdown()
+        ray.shutdown()
 
 
 @pytest.fixture(scope="module")
@@ -35,16 +79,7 @@ def ray_service():
     start_serve({"host": "127.0.0.1", "port": port})
     serve.run(build_app(Settings(slots=1, queue=32), replicas=2, cpus_per_replica=0.5), name="coderl", route_prefix="/")
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(url + "/readyz", timeout=10).status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.5)
-    else:
-        pytest.fail("the Ray Serve deployment did not answer /readyz within 120 s")
+    _wait_for_readyz(url)
     yield url
     serve.shutdown()
     ray.shutdown()
@@ -129,6 +164,18 @@ def test_a_starved_proxy_is_waited_for_not_restarted(ray_service):
     asyncio.run(main())
     assert _proxy_pid() == proxy, "the controller restarted the proxy"
     assert answered == {i: f"{i}\n" for i in range(10)}
+
+
+def _wait_for_readyz(url: str, timeout_s: float = 120) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(url + "/readyz", timeout=10).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+    pytest.fail(f"the Ray Serve deployment did not answer /readyz within {timeout_s:g} s")
 
 
 def _proxy_pid() -> int:

@@ -27,10 +27,18 @@ PROXY_CHECK_ENV = {"RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S": "30", "RAY_SERVE_PRO
 
 def start_serve(http_options: dict[str, Any]) -> None:
     """``serve.start`` with proxy checks that a loaded node passes (`PROXY_CHECK_ENV`; they apply
-    when this call creates the Serve controller, not to one already running in the cluster)."""
+    when this call creates the Serve controller, not to one already running in the cluster).
+
+    ``serve.start`` waits a fixed 60 s for the proxy; at load 8-10 on 2 cores one took longer to
+    start, and the controller keeps it (the checks above): the second call connects to that
+    controller, and the proxy answers once it is up (callers wait for ``/readyz``)."""
     from ray import serve
 
-    serve.start(http_options=http_options, controller_options={"runtime_env": {"env_vars": PROXY_CHECK_ENV}})
+    options = {"runtime_env": {"env_vars": PROXY_CHECK_ENV}}
+    try:
+        serve.start(http_options=http_options, controller_options=options)
+    except TimeoutError:
+        serve.start(http_options=http_options, controller_options=options)
 
 
 def build_app(settings: Settings, *, replicas: int | None = None, cpus_per_replica: float = 1.0) -> Any:
