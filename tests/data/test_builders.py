@@ -18,8 +18,7 @@ from coderl.data.sft import build_sft
 from coderl.errors import BadRequest
 from coderl.judge import Submission
 from tests.data import fixtures
-
-SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+from tests.helpers.shared_data import SHARED, needs_shared_data
 
 
 def test_rl_builder_filters_dedups_decontaminates(tmp_path):
@@ -114,12 +113,11 @@ def test_lcb_window_release_and_restricted_unpickler(tmp_path, judge):
     assert meta["problems"] == 2 and meta["release"] == "v5"
 
 
+@needs_shared_data
 def test_lcb_builds_from_sandboxfusion_rows_with_the_date_filter_off(tmp_path, judge):
     """The LiveCodeBench rows in ../shared/data (SandboxFusion's copy: no contest_date) are refused
     under the default window with the way out named, and build with --no-date-filter / `all`."""
     source = SHARED / "sandboxfusion-samples" / "code_eval_live_code_bench_v1.jsonl"
-    if not source.exists():
-        pytest.skip("../shared/data not present")
     with pytest.raises(BadRequest, match="--no-date-filter"):
         build_lcb(str(source), tmp_path / "refused")
     report = build_lcb(str(source), tmp_path / "out", start_date="all", end_date=None)
@@ -143,6 +141,7 @@ def test_release_names(release, files):
         release_files("v9")
 
 
+@needs_shared_data
 def test_real_mbpp_and_humaneval_rows_build_and_pass(tmp_path, judge):
     from coderl.data.evalsets import build_evalset
 
@@ -169,6 +168,7 @@ def test_cli_reports_and_bad_input(tmp_path):
         assert wrong.returncode == 2 and needle in wrong.stderr and wrong.stderr.count("\n") == 1
 
 
+@needs_shared_data
 def test_real_rows_of_every_eval_source_build_and_humaneval_golds_pass(tmp_path, judge):
     from coderl.data.evalsets import build_evalset
 

@@ -12,7 +12,7 @@ import pytest
 
 from coderl.judge import Submission, Verdict, to_spec
 from coderl.sandbox import Limits
-from tests.judge.conftest import SHARED
+from tests.helpers.shared_data import SHARED, needs_shared_data
 
 LIMITS = Limits(cpu_s=6, wall_s=12, memory_mb=512)
 
@@ -41,6 +41,7 @@ def test_humaneval_all_canonical_accepted_and_broken_rejected(judge):
     assert not any(b.verdict is Verdict.SANDBOX_ERROR for b in broken_res)
 
 
+@needs_shared_data
 def test_rllm_leetcode_all_200_gold_accepted(judge):
     rows = json.loads((SHARED / "rllm-test" / "leetcode.json").read_text())
     assert len(rows) == 200
@@ -50,6 +51,7 @@ def test_rllm_leetcode_all_200_gold_accepted(judge):
     assert not failed, failed[:3]
 
 
+@needs_shared_data
 def test_rllm_leetcode_wrong_variant_rejected(judge):
     rows = [r for r in json.loads((SHARED / "rllm-test" / "leetcode.json").read_text()) if "None" not in str(r["tests"])]
     subs = []
@@ -62,12 +64,14 @@ def test_rllm_leetcode_wrong_variant_rejected(judge):
     assert {res.verdict for res in results} <= {Verdict.WRONG_ANSWER, Verdict.RUNTIME_ERROR}
 
 
+@needs_shared_data
 def test_sandboxfusion_mbpp_gold_accepted(judge):
     rows = [json.loads(line) for line in (SHARED / "sandboxfusion-samples" / "code_eval_mbpp.jsonl").open()]
     results = judge([Submission(code=r["canonical_solution"], spec=r, limits=LIMITS) for r in rows])
     assert all(r.accepted for r in results), [(r.verdict, r.cases[0].message) for r in results if not r.accepted]
 
 
+@needs_shared_data
 def test_livecodebench_sys_exit_solution_rejected(judge):
     rows = [json.loads(line) for line in (SHARED / "sandboxfusion-samples" / "code_eval_live_code_bench_v1.jsonl").open()]
     assert rows
@@ -85,6 +89,7 @@ def _sf_lcb_spec(row: dict):
     return to_spec(decoded)
 
 
+@needs_shared_data
 @pytest.mark.parametrize("name,count", [("codeforces.json", 408), ("code_contests.json", 165)])
 def test_rllm_stdin_sets_parse(name, count):
     rows = json.loads((SHARED / "rllm-test" / name).read_text())
@@ -93,6 +98,7 @@ def test_rllm_stdin_sets_parse(name, count):
     assert all(s.mode == "stdio" and s.cases for s in specs)
 
 
+@needs_shared_data
 def test_sandboxfusion_code_contests_parse_and_run(judge):
     rows = [json.loads(line) for line in (SHARED / "sandboxfusion-samples" / "code_eval_code_contests.jsonl").open()]
     specs = [to_spec(r["test"]) for r in rows]
@@ -101,6 +107,7 @@ def test_sandboxfusion_code_contests_parse_and_run(judge):
     assert res.verdict is Verdict.WRONG_ANSWER
 
 
+@needs_shared_data
 def test_python_literal_test_strings_are_read():
     raw = json.loads((SHARED / "rllm-test" / "codeforces.json").read_text())[0]["tests"]
     as_literal = raw if isinstance(raw, str) else repr(raw)  # the rllm files' single-quoted form

@@ -13,7 +13,7 @@ from coderl.errors import InvalidTestSpec, NoCodeFound, UnsupportedProblem
 from coderl.judge import CompareOptions, extract_code, to_spec
 from coderl.judge.compare import stdio, values
 from coderl.judge.unpickle import decode_compressed_tests
-from tests.judge.conftest import SHARED
+from tests.helpers.shared_data import SHARED, needs_shared_data
 
 
 def compressed(obj) -> str:
@@ -123,6 +123,7 @@ def test_interactive_problems_are_unsupported(obj):
         to_spec(obj)
 
 
+@needs_shared_data
 def test_rllm_rows_with_statement_normalise_and_real_interactive_rows_are_refused():
     rows = json.loads((SHARED / "rllm-test" / "codeforces.json").read_text())
     interactive = [r for r in rows if "interactive problem" in r["problem"].lower()]
