@@ -90,9 +90,11 @@ debian_base() {
   have_image "$LOCAL_DEBIAN" && return
   command -v mmdebstrap >/dev/null || die "--local-base needs mmdebstrap (bash scripts/install_podman.sh)"
   local tar="$CACHE/debian-bookworm.tar"
-  if [ ! -s "$tar" ]; then
+  if [ ! -f "$tar" ] || [ ! -s "$tar" ]; then
+    rm -rf "$tar" "$tar.part"  # what an interrupted (or, before --format, a misread) run left
     echo "== mmdebstrap: Debian 12 minbase -> $tar" >&2
-    nice -n "${CODERL_BUILD_NICE:-10}" mmdebstrap --variant=minbase --quiet bookworm "$tar.part" >&2 \
+    # --format: mmdebstrap reads the format from the name's extension, and "*.part" made a directory
+    nice -n "${CODERL_BUILD_NICE:-10}" mmdebstrap --variant=minbase --format=tar --quiet bookworm "$tar.part" >&2 \
       || die "mmdebstrap failed"
     mv "$tar.part" "$tar"
   fi
