@@ -20,9 +20,10 @@ from coderl.server.settings import Settings
 # restarted, and at load 6-10 on 2 cores `serve.start` itself failed when its proxy missed 3
 # readiness checks. A restart resets every connection through that node and refuses new ones
 # until the new proxy is up (seconds; longer on a loaded node, where the new one can miss its
-# readiness checks too), which spends the clients' retries. 30 s per check tolerates about 90 s of
-# starvation while starting and 2 minutes after; a proxy that died fails its checks without a wait.
-PROXY_CHECK_ENV = {"RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S": "30", "RAY_SERVE_PROXY_HEALTH_CHECK_TIMEOUT_S": "30"}
+# readiness checks too), which spends the clients' retries. 60 s per readiness check tolerates 3
+# minutes to start (one took over 60 s at load 8-10, and 65 s frozen + load exceeded 3 x 30 s),
+# 30 s per health check 2 minutes of starvation after; a proxy that died fails them without a wait.
+PROXY_CHECK_ENV = {"RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S": "60", "RAY_SERVE_PROXY_HEALTH_CHECK_TIMEOUT_S": "30"}
 
 
 def start_serve(http_options: dict[str, Any]) -> None:
