@@ -136,7 +136,7 @@ class CgroupManager:
         for b in self._bases:
             for child in b.glob("slot*"):
                 if child.is_dir():
-                    SlotCgroup(self.support.version, {"x": child}).remove()
+                    _remove_found(self.support.version, child)
             with contextlib.suppress(OSError):
                 b.rmdir()
         self._bases = []
@@ -148,9 +148,15 @@ class CgroupManager:
                 pid = base.name.removeprefix("coderl-").split("-")[0]
                 if pid.isdigit() and not Path(f"/proc/{pid}").exists():
                     for child in base.glob("slot*"):
-                        SlotCgroup(self.support.version, {"x": child}).remove()
+                        _remove_found(self.support.version, child)
                     with contextlib.suppress(OSError):
                         base.rmdir()
+
+
+def _remove_found(version: str, child: Path) -> None:
+    """Remove a slot's group found on disk, keyed as `SlotCgroup` expects: v2's one group is
+    "unified" (its kill writes there), v1's is one controller's (``<root>/<controller>/<base>/slotN``)."""
+    SlotCgroup(version, {"unified" if version == "v2" else child.parent.parent.name: child}).remove()
 
 
 def detect(root: Path = V1_ROOT) -> CgroupSupport:
