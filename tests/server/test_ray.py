@@ -24,6 +24,7 @@ from tests.helpers.service import free_port
 pytestmark = pytest.mark.ray
 
 
+@pytest.mark.slow  # 65 s of a frozen proxy, on purpose
 @pytest.mark.timeout(600)
 def test_a_proxy_slow_to_start_is_waited_for():
     """A proxy whose start takes 65 s (SIGSTOP as it starts: a loaded node) is kept by the controller
@@ -140,6 +141,7 @@ def test_killing_a_replica_loses_no_request(ray_service):
     assert len(_answering_replicas(ray_service)) == 2
 
 
+@pytest.mark.slow  # 70 s of a frozen proxy, on purpose
 def test_a_starved_proxy_is_waited_for_not_restarted(ray_service):
     """SIGSTOP stands for a node whose CPUs others use: the proxy answers no health check for 70 s.
     Ray Serve's default checks restart it after 50-60 s, resetting its connections (measured);
