@@ -24,6 +24,7 @@ from coderl.errors import BadRequest, ServiceUnavailable
 
 Item = tuple[dict[str, Any], int]  # (problem row, sample index)
 Messages = list[dict[str, Any]]
+Tools = list[dict[str, Any]] | None
 
 
 @dataclass
@@ -42,7 +43,7 @@ class Sampling:
 class ChatBackend(Protocol):
     """What the multi-turn tool mode needs of a backend: one chat turn at a time."""
 
-    async def chat(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    async def chat(self, messages: Messages, *, tools: Tools = None) -> dict[str, Any]:
         """``{"message": {"content", optional "tool_calls"}, "finish_reason"}``."""
 
 
@@ -85,7 +86,7 @@ class OpenAIBackend:
 
         return list(await asyncio.gather(*(one(p) for p, _ in items)))
 
-    async def chat(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    async def chat(self, messages: Messages, *, tools: Tools = None) -> dict[str, Any]:
         """One completion: ``{"message": {...content, tool_calls}, "finish_reason": ...}``."""
         s = self.sampling
         body: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": s.temperature,
@@ -139,17 +140,17 @@ class VLLMBackend:
                                      top_k=sampling.top_k or -1, max_tokens=sampling.max_tokens)
         self.chat_kwargs = ({"chat_template_kwargs": {"enable_thinking": sampling.enable_thinking}}
                             if sampling.enable_thinking is not None else {})
-        self._waiting: list[tuple[Messages, list[dict[str, Any]] | None, asyncio.Future]] = []  # turns, tools, answer
+        self._waiting: list[tuple[Messages, Tools, asyncio.Future]] = []  # a turn, its tools, its answer
         self._batcher: asyncio.Task | None = None
 
-    def _chat(self, conversations: list[Messages], tools: list[dict[str, Any]] | None = None) -> list[Any]:
+    def _chat(self, conversations: list[Messages], tools: Tools = None) -> list[Any]:
         kwargs = {**self.chat_kwargs, **({"tools": tools} if tools else {})}
         return [o.outputs[0] for o in self.llm.chat(conversations, self.params, use_tqdm=False, **kwargs)]
 
     async def generate(self, items: list[Item]) -> list[Generation]:
         return [Generation(o.text, o.finish_reason) for o in self._chat([p["prompt"] for p, _ in items])]
 
-    async def chat(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    async def chat(self, messages: Messages, *, tools: Tools = None) -> dict[str, Any]:
         """One completion, in the endpoint's shape (tool calls stay in the text, hermes-style, as
         vLLM offline has no tool parser). Episodes call this one turn at a time; the turns waiting
         together are generated as one batch, so the tool mode keeps vLLM's batching."""
@@ -163,7 +164,7 @@ class VLLMBackend:
         while self._waiting:
             await asyncio.sleep(self.batch_window_s)
             batch, self._waiting = self._waiting, []
-            by_tools: dict[str, list[tuple[Messages, list[dict[str, Any]] | None, asyncio.Future]]] = {}
+            by_tools: dict[str, list[tuple[Messages, Tools, asyncio.Future]]] = {}
             for entry in batch:
                 by_tools.setdefault(json.dumps(entry[1], sort_keys=True), []).append(entry)
             for group in by_tools.values():
