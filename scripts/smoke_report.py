@@ -48,13 +48,13 @@ def sandbox_runs(run: Path) -> dict[str, float]:
     return dict(out)
 
 
-def eval_tool_calls(run: Path) -> dict[str, float]:
+def eval_tool_calls(run: Path) -> dict[int, float]:
     """Tool calls per eval sample, by step (the eval runs multi-turn with the tool, as training does)."""
     out = {}
-    for path in sorted((run / "eval").glob("step_*/samples.jsonl")):
+    for path in (run / "eval").glob("step_*/samples.jsonl"):
         calls = [json.loads(line).get("tool_calls", 0) for line in path.read_text().splitlines() if line.strip()]
-        out[path.parent.name.removeprefix("step_")] = mean(calls) if calls else 0.0
-    return out
+        out[int(path.parent.name.removeprefix("step_"))] = mean(calls) if calls else 0.0
+    return dict(sorted(out.items()))
 
 
 def weight_change(before: Path, after: Path) -> float:
@@ -110,7 +110,7 @@ def main(run: Path) -> int:
     print(f"  weights SFT -> RL   max |change| {report['max_weight_change_sft_to_rl']:.3g}")
     print("  pass@1 (%)          " + ", ".join(f"step {k}: {v:.1f}" for k, v in sorted(evals.items())))
     print("  eval tool calls     " + ", ".join(f"step {k}: {v:.2f} per sample"
-                                           for k, v in sorted(report["eval_tool_calls_per_sample"].items(), key=lambda kv: int(kv[0]))))
+                                           for k, v in report["eval_tool_calls_per_sample"].items()))
     total = sum(report["stage_seconds"].values())
     print("  wall time (s)       " + ", ".join(f"{k} {v}" for k, v in report["stage_seconds"].items()) + f"; total {total}")
     return 0
