@@ -12,7 +12,10 @@ and ``exit_code`` (the `coderl` command's), so neither keeps an isinstance ladde
     │   ├── UnknownLanguage      language not supported or its toolchain is missing (422)
     │   ├── InvalidTestSpec      tests in a form we cannot read (names what is wrong) (422)
     │   ├── UnsupportedProblem   e.g. interactive problems
-    │   └── NoCodeFound          a model response holds no program to run (422)
+    │   ├── NoCodeFound          a model response holds no program to run (422)
+    │   └── AgentFault           an agent's own doing: graded as an outcome (reward 0), never retried
+    │       ├── MalformedDiff    a diff whose file headers cannot be read
+    │       └── DiffUnavailable  the episode's files cannot be made into a diff (over the cap, unreadable)
     ├── SandboxError             our fault: infrastructure, retry or drop the sample (HTTP 503)
     │   ├── IsolationUnavailable the host cannot provide the security boundary
     │   ├── SlotFailure          a runner died, hung or answered nonsense
@@ -72,6 +75,20 @@ class NoCodeFound(BadRequest):
     """A model response without any program in it."""
 
     http_status = 422
+
+
+class AgentFault(BadRequest):
+    """What an agent did wrong in an episode (its diff, its files): the episode's outcome, scored 0
+    under a named status, never an infrastructure failure that masks the sample."""
+
+
+class MalformedDiff(AgentFault):
+    """A diff whose file headers cannot be read."""
+
+
+class DiffUnavailable(AgentFault):
+    """The episode's files cannot be turned into a diff (unreadable files, a diff over the size
+    cap): the agent's doing, so the outcome is "no valid patch", not an infrastructure failure."""
 
 
 class SandboxError(CoderlError):
@@ -143,12 +160,15 @@ def from_wire(error: dict[str, str]) -> CoderlError:
 
 
 __all__ = [
+    "AgentFault",
     "BadRequest",
     "ClientDisconnected",
     "CoderlError",
     "DeadlineExceeded",
+    "DiffUnavailable",
     "InvalidTestSpec",
     "IsolationUnavailable",
+    "MalformedDiff",
     "NoCodeFound",
     "Overloaded",
     "SandboxError",
@@ -162,6 +182,7 @@ __all__ = [
 ]
 
 _BY_NAME: dict[str, type[CoderlError]] = {
-    cls.__name__: cls for cls in (BadRequest, ClientDisconnected, CoderlError, DeadlineExceeded, InvalidTestSpec,
-                                  IsolationUnavailable, NoCodeFound, Overloaded, SandboxError, ServiceError,
+    cls.__name__: cls for cls in (AgentFault, BadRequest, ClientDisconnected, CoderlError, DeadlineExceeded,
+                                  DiffUnavailable, InvalidTestSpec, IsolationUnavailable, MalformedDiff,
+                                  NoCodeFound, Overloaded, SandboxError, ServiceError,
                                   ServiceUnavailable, SlotFailure, UnknownLanguage, UnsupportedProblem)}

@@ -11,13 +11,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from coderl.errors import MalformedDiff
+
+__all__ = ["FilePatch", "MalformedDiff", "split_diff", "test_runner_files", "without_files"]
+
 _HEADER = re.compile(r'^diff --git (?P<a>"(?:[^"\\]|\\.)*"|\S+) (?P<b>"(?:[^"\\]|\\.)*"|\S+)$')
 _RUNNER_CONFIG = frozenset({"pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml"})
 _ESCAPES = {"a": "\a", "b": "\b", "t": "\t", "n": "\n", "v": "\v", "f": "\f", "r": "\r", '"': '"', "\\": "\\"}
-
-
-class MalformedDiff(ValueError):
-    """A diff whose file headers cannot be read."""
 
 
 @dataclass(frozen=True)

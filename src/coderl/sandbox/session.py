@@ -56,7 +56,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from coderl.errors import BadRequest, IsolationUnavailable, SandboxError
+from coderl.errors import BadRequest, DiffUnavailable, IsolationUnavailable, SandboxError
 from coderl.sandbox import isolation, overlay, seccomp
 from coderl.sandbox.cgroups import CgroupManager, SlotCgroup
 from coderl.sandbox.wire import HEADER, MAX_HEADER, encode_frame, oom_kills
@@ -77,11 +77,6 @@ class SessionError(SandboxError):
 
 class EditRejected(BadRequest):
     """A file-edit request the agent got wrong (no such file, text not found or not unique)."""
-
-
-class DiffUnavailable(Exception):
-    """The episode's files cannot be turned into a diff (unreadable files, a diff over the size
-    cap): the agent's doing, so the outcome is "no valid patch", not an infrastructure failure."""
 
 
 @dataclass(frozen=True)
