@@ -14,7 +14,7 @@ the data columns. Keys added with ``+`` cannot be checked against verl's schema:
 Missing data/model files are warnings (a fresh checkout has none yet; a tiny built-in model stands
 in where verl must read a model, and the report says so next to the configured path), or errors
 with --strict. The stand-in (and the Qwen tokenizer it uses) is built once into the cache dir,
-``$CODERL_CACHE`` or ``/tmp/coderl-cache`` (`coderl.data.qwen_tokenizer.cache_dir`).
+``$CODERL_CACHE`` or ``~/.cache/coderl`` (`coderl.cache.default_cache_dir`).
 
     python scripts/verl_dryrun.py {rl,sft} [--strict] [hydra overrides...]
 """

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from coderl.agent.grader import RepoGrader
-from coderl.agent.repo_env import default_cache_dir
 from coderl.agent.repo_store import RepoStore
 from coderl.agent.repo_task import EnvSpec
 from coderl.agent.task_set import build_task_set
+from coderl.cache import default_cache_dir
 from coderl.sandbox.session import SessionHost
 
 

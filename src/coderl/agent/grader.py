@@ -32,9 +32,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from coderl.agent.patch import MalformedDiff, without_files
-from coderl.agent.repo_env import EnvBuildError, build_env, default_cache_dir
+from coderl.agent.repo_env import EnvBuildError, build_env
 from coderl.agent.repo_store import RepoStore, RepoUnavailable
 from coderl.agent.repo_task import InvalidTask, RepoTask
+from coderl.cache import default_cache_dir
 from coderl.errors import SandboxError
 from coderl.sandbox.session import Session, SessionHost, SessionLimits
 

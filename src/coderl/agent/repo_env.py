@@ -37,12 +37,6 @@ class EnvBuildError(CoderlError):
     """A task's environment could not be built (the message holds the failing step's output)."""
 
 
-def default_cache_dir() -> Path:
-    """Where snapshots, unpacked mirrors and environments are kept: ``$CODERL_CACHE`` or
-    ``~/.cache/coderl``."""
-    return Path(os.environ.get("CODERL_CACHE") or Path.home() / ".cache" / "coderl")
-
-
 def env_key(spec: EnvSpec, find_links: Path | None = None) -> str:
     blob = json.dumps([sandbox_python(), spec.to_dict(), str(find_links or "")], sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]

@@ -84,7 +84,7 @@ def _sft(args: argparse.Namespace) -> int:
 
 
 def _swe(args: argparse.Namespace) -> int:
-    from coderl.agent.repo_env import default_cache_dir
+    from coderl.cache import default_cache_dir
     from coderl.data.swe import build_swe
 
     print(build_swe(args.source, args.out, repos_dir=args.repos, cache_dir=args.cache or default_cache_dir(),

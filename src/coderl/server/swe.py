@@ -19,9 +19,9 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from coderl.agent.grader import RepoGrader
-from coderl.agent.repo_env import default_cache_dir
 from coderl.agent.repo_store import RepoStore
 from coderl.agent.repo_task import InvalidTask, RepoTask
+from coderl.cache import default_cache_dir
 from coderl.errors import BadRequest
 from coderl.sandbox.session import SessionHost
 from coderl.server.service import cancel_on_disconnect, service_of
