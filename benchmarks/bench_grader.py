@@ -8,8 +8,8 @@ tasks, each graded with its gold patch and with an empty one, K diffs in flight 
 - verdicts: every gold patch must come out ``resolved`` and every empty one not; a mismatch is
   printed, since a fast grader that is wrong measures nothing.
 
-Snapshots and environments are made before the clock starts (they are shared and cached; the
-benchmark is about grading). Run it on an otherwise idle machine, or beside its baseline:
+Snapshots and environments are made (in a fresh directory) before the clock starts: they are
+shared and cached, and the benchmark is about grading. Run it on an otherwise idle machine, or beside its baseline:
 
     nice -n 19 python benchmarks/bench_grader.py [--concurrency 2,8] [--rounds 2]
 """
@@ -24,7 +24,6 @@ import time
 from pathlib import Path
 
 from coderl.agent.grader import RepoGrader
-from coderl.agent.repo_env import default_cache_dir
 from coderl.agent.repo_store import RepoStore
 from coderl.agent.repo_task import RepoTask
 from coderl.agent.task_set import build_task_set
@@ -58,7 +57,7 @@ async def main(args: argparse.Namespace) -> None:
     items = [(t, diff, diff == t.gold_patch) for _ in range(args.rounds) for t in tasks for diff in (t.gold_patch, "")]
     async with SessionHost() as host:
         for k in args.concurrency:
-            grader = RepoGrader(host, store, env_cache=default_cache_dir(), concurrency=k)
+            grader = RepoGrader(host, store, env_cache=root / "envs", concurrency=k)
             for task in tasks:  # snapshots and environments: made (or found) before the clock starts
                 await grader.prepare(task)
             wall, seconds, wrong = await timed_grades(grader, items, k)
