@@ -58,10 +58,42 @@ reward_file() {
   "$PYTHON" -c "import coderl.reward.code_reward as m; print(m.__file__)"
 }
 
-# The trainer keys and the Ascend settings both GRPO scripts share, then the user's overrides last
-# (Hydra keeps the last value). Arguments: the default save_freq, test_freq and total_epochs.
-grpo_trainer_overrides() {
-  OVERRIDES+=(
+# The GRPO run both RL scripts share: algorithm, data, model, actor, rollout and trainer keys, the
+# sandbox URL and metrics file for the workers, the Ascend settings. The script's own keys come as
+# arguments, after the shared ones; the user's overrides go last (Hydra keeps the last value). Reads
+# the knobs the scripts document (MODEL_PATH, TRAIN_FILES, VAL_FILES, SANDBOX_URL, PROJECT, EXPERIMENT,
+# OUTPUT_DIR, MAX_PROMPT, MAX_RESPONSE, LR, ROLLOUT_N, GPU_MEM_UTIL, NNODES) and the ones whose
+# defaults differ per script, which the script sets first: TRAIN_BATCH, MINI_BATCH, TEMPERATURE,
+# SAVE_FREQ, TEST_FREQ, EPOCHS.
+grpo_overrides() {
+  OVERRIDES=(
+    algorithm.adv_estimator=grpo
+    algorithm.use_kl_in_reward=False
+    "data.train_files=$TRAIN_FILES"
+    "data.val_files=$VAL_FILES"
+    "data.train_batch_size=$TRAIN_BATCH"
+    "data.max_prompt_length=$MAX_PROMPT"
+    "data.max_response_length=$MAX_RESPONSE"
+    data.filter_overlong_prompts=True
+    data.truncation=error
+    "actor_rollout_ref.model.path=$MODEL_PATH"
+    actor_rollout_ref.model.enable_gradient_checkpointing=True
+    actor_rollout_ref.model.use_remove_padding=True
+    "actor_rollout_ref.actor.optim.lr=${LR:-1e-6}"
+    "actor_rollout_ref.actor.ppo_mini_batch_size=$MINI_BATCH"
+    actor_rollout_ref.actor.use_dynamic_bsz=True
+    actor_rollout_ref.actor.entropy_coeff=0
+    actor_rollout_ref.actor.clip_ratio_low=0.2
+    actor_rollout_ref.actor.clip_ratio_high=0.28
+    actor_rollout_ref.actor.fsdp_config.param_offload=True
+    actor_rollout_ref.actor.fsdp_config.optimizer_offload=True
+    actor_rollout_ref.rollout.name=vllm
+    "actor_rollout_ref.rollout.n=${ROLLOUT_N:-8}"
+    "actor_rollout_ref.rollout.temperature=$TEMPERATURE"
+    "actor_rollout_ref.rollout.gpu_memory_utilization=${GPU_MEM_UTIL:-0.7}"
+    "+ray_kwargs.ray_init.runtime_env.env_vars.CODERL_SANDBOX_URL='$SANDBOX_URL'"
+    "+ray_kwargs.ray_init.runtime_env.env_vars.VERL_FILE_LOGGER_PATH=$OUTPUT_DIR/metrics.jsonl"
+    "$@"
     "trainer.device=$DEVICE"
     "trainer.n_gpus_per_node=$N_GPUS"
     "trainer.nnodes=${NNODES:-1}"
@@ -70,13 +102,14 @@ grpo_trainer_overrides() {
     "trainer.default_local_dir=$OUTPUT_DIR/checkpoints"
     "trainer.rollout_data_dir=$OUTPUT_DIR/rollouts"
     "trainer.logger=[console,file]"
-    "trainer.save_freq=${SAVE_FREQ:-$1}"
-    "trainer.test_freq=${TEST_FREQ:-$2}"
-    "trainer.total_epochs=${EPOCHS:-$3}"
+    "trainer.save_freq=$SAVE_FREQ"
+    "trainer.test_freq=$TEST_FREQ"
+    "trainer.total_epochs=$EPOCHS"
   )
   if [ "$DEVICE" = npu ]; then
     export RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES=1 HCCL_CONNECT_TIMEOUT="${HCCL_CONNECT_TIMEOUT:-1500}"
     OVERRIDES+=(actor_rollout_ref.rollout.enable_chunked_prefill=False actor_rollout_ref.actor.use_torch_compile=False)
   fi
   OVERRIDES+=("${EXTRA_OVERRIDES[@]}")
+  export CODERL_SANDBOX_URL="$SANDBOX_URL" VERL_FILE_LOGGER_PATH="$OUTPUT_DIR/metrics.jsonl"
 }

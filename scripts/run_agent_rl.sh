@@ -24,46 +24,19 @@ EXPERIMENT="${EXPERIMENT:-qwen3-1.7b-agent-rl}"
 OUTPUT_DIR="${OUTPUT_DIR:-$CODERL_ROOT/outputs/$EXPERIMENT}"
 MAX_PROMPT="${MAX_PROMPT:-4096}"      # the harness's system prompt + task
 MAX_RESPONSE="${MAX_RESPONSE:-28672}" # every turn after it (tool output included); the gateway clamps each turn to it
+TRAIN_BATCH="${TRAIN_BATCH:-16}" MINI_BATCH="${MINI_BATCH:-8}" TEMPERATURE="${TEMPERATURE:-1.0}"
+SAVE_FREQ="${SAVE_FREQ:-10}" TEST_FREQ="${TEST_FREQ:-10}" EPOCHS="${EPOCHS:-5}"
 
-OVERRIDES=(
-  algorithm.adv_estimator=grpo
-  algorithm.use_kl_in_reward=False
-  "data.train_files=$TRAIN_FILES"
-  "data.val_files=$VAL_FILES"
-  "data.train_batch_size=${TRAIN_BATCH:-16}"
-  "data.max_prompt_length=$MAX_PROMPT"
-  "data.max_response_length=$MAX_RESPONSE"
-  data.filter_overlong_prompts=True
-  data.truncation=error
-  "actor_rollout_ref.model.path=$MODEL_PATH"
-  actor_rollout_ref.model.enable_gradient_checkpointing=True
-  actor_rollout_ref.model.use_remove_padding=True
-  "actor_rollout_ref.actor.optim.lr=${LR:-1e-6}"
-  "actor_rollout_ref.actor.ppo_mini_batch_size=${MINI_BATCH:-8}"
-  actor_rollout_ref.actor.use_dynamic_bsz=True
-  "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=$(( MAX_PROMPT + MAX_RESPONSE ))"
-  actor_rollout_ref.actor.use_kl_loss=False
-  actor_rollout_ref.actor.entropy_coeff=0
-  actor_rollout_ref.actor.clip_ratio_low=0.2
-  actor_rollout_ref.actor.clip_ratio_high=0.28
-  actor_rollout_ref.actor.fsdp_config.param_offload=True
-  actor_rollout_ref.actor.fsdp_config.optimizer_offload=True
-  actor_rollout_ref.rollout.name=vllm
-  actor_rollout_ref.rollout.calculate_log_probs=True
-  "actor_rollout_ref.rollout.n=${ROLLOUT_N:-8}"
-  "actor_rollout_ref.rollout.temperature=${TEMPERATURE:-1.0}"
-  "actor_rollout_ref.rollout.gpu_memory_utilization=${GPU_MEM_UTIL:-0.7}"
-  "actor_rollout_ref.rollout.agent.num_workers=${AGENT_WORKERS:-8}"
-  "actor_rollout_ref.rollout.agent.agent_loop_config_path=$AGENT_LOOPS"
-  actor_rollout_ref.rollout.agent.default_agent_loop=coderl_gateway_agent
-  "+ray_kwargs.ray_init.runtime_env.env_vars.CODERL_SANDBOX_URL='$SANDBOX_URL'"
-  "+ray_kwargs.ray_init.runtime_env.env_vars.MINI_SWE_AGENT_VENV='${MINI_SWE_AGENT_VENV:-/opt/mini-swe-agent}'"
+grpo_overrides \
+  "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=$(( MAX_PROMPT + MAX_RESPONSE ))" \
+  actor_rollout_ref.actor.use_kl_loss=False \
+  actor_rollout_ref.rollout.calculate_log_probs=True \
+  "actor_rollout_ref.rollout.agent.num_workers=${AGENT_WORKERS:-8}" \
+  "actor_rollout_ref.rollout.agent.agent_loop_config_path=$AGENT_LOOPS" \
+  actor_rollout_ref.rollout.agent.default_agent_loop=coderl_gateway_agent \
+  "+ray_kwargs.ray_init.runtime_env.env_vars.MINI_SWE_AGENT_VENV='${MINI_SWE_AGENT_VENV:-/opt/mini-swe-agent}'" \
   "+ray_kwargs.ray_init.runtime_env.env_vars.CODERL_AGENT_SCORE='${CODERL_AGENT_SCORE:-repo}'"
-  "+ray_kwargs.ray_init.runtime_env.env_vars.VERL_FILE_LOGGER_PATH=$OUTPUT_DIR/metrics.jsonl"
-)
-grpo_trainer_overrides 10 10 5
-export CODERL_SANDBOX_URL="$SANDBOX_URL" MINI_SWE_AGENT_VENV="${MINI_SWE_AGENT_VENV:-/opt/mini-swe-agent}"
-export CODERL_AGENT_SCORE="${CODERL_AGENT_SCORE:-repo}" VERL_FILE_LOGGER_PATH="$OUTPUT_DIR/metrics.jsonl"
+export MINI_SWE_AGENT_VENV="${MINI_SWE_AGENT_VENV:-/opt/mini-swe-agent}" CODERL_AGENT_SCORE="${CODERL_AGENT_SCORE:-repo}"
 
 # the agent-loop YAML: options, command placeholders, harness install (errors stop here, warnings print)
 "$PYTHON" - "$AGENT_LOOPS" "${STRICT[@]}" <<'PY' || exit 1
