@@ -17,6 +17,9 @@ through the flag). Every path returns the same keys, numbers and strings only.
 
 With ``log_dir`` (or ``CODERL_REWARD_LOG_DIR``) every sample's record is also appended to a
 per-step JSONL file (see `coderl.reward.samples_log`): verl 0.9.1 keeps no per-step reward extras.
+With ``record_dir`` (or ``CODERL_RECORD_DIR``; ``""`` turns it off) the sample's whole record
+(prompt, turns, tool runs, answer, per-test verdicts: `coderl.records`) goes to
+``<record_dir>/<step>.jsonl`` for ``coderl view``; ``record_every`` keeps every k-th group only.
 """
 
 from __future__ import annotations
@@ -47,7 +50,8 @@ async def compute_score(data_source: str, solution_str: str, ground_truth: Any, 
                         sandbox_url: str | list[str] | None = None, score_mode: str = "binary",
                         format_penalty: float = 0.0, sandbox_error_score: float = 0.0, language: str = "python",
                         cpu_s: float = 6.0, wall_s: float = 12.0, memory_mb: int = 1024, total_time_s: float = 60.0,
-                        retries: int = 3, log_dir: str | None = None,
+                        retries: int = 3, log_dir: str | None = None, record_dir: str | None = None,
+                        record_every: int | None = None,
                         reward_router_address: str | None = None, reward_model_tokenizer: Any = None) -> dict[str, Any]:
     """Reward for one response; see the module docstring. The options are named (no ``**kwargs``) so
     that a misspelled ``reward_kwargs`` key fails instead of being ignored; the last two are what
@@ -82,6 +86,11 @@ async def compute_score(data_source: str, solution_str: str, ground_truth: Any, 
             log_sample(log_dir, data_source, extra_info, out)
         except OSError as exc:  # a full or read-only disk must not fail a training step
             warnings.warn(f"coderl reward: cannot log the sample to {log_dir}: {exc}", stacklevel=1)
+    from coderl.records.code import code_record  # here: coderl.records imports this package's samples_log
+    from coderl.records.writer import RecordSettings, record_safely
+
+    record_safely(RecordSettings.from_env(record_dir, record_every), extra_info,
+                  lambda: code_record(data_source, solution_str, extra_info, result or {}, out, answer.text))
     return out
 
 

@@ -26,19 +26,31 @@ from typing import Any
 
 
 def log_sample(log_dir: str | Path, data_source: str, extra_info: dict[str, Any], record: dict[str, Any]) -> None:
+    split, step, path = step_file(log_dir, extra_info)
+    index = extra_info.get("index")
+    append_line(path, {"step": step, "split": split, "data_source": str(data_source),
+                       "input": f"{data_source}/{split}/{index if index is not None else '?'}", **record})
+
+
+def step_file(log_dir: str | Path, extra_info: dict[str, Any]) -> tuple[str, int | None, Path]:
+    """The sample's split, training step and the per-step file it belongs in (see the module doc)."""
     split = str(extra_info.get("split") or "train")
     step = _step(extra_info.get("max_global_steps"), split)
     folder = Path(log_dir) if split == "train" else Path(log_dir) / split
-    folder.mkdir(parents=True, exist_ok=True)
-    index = extra_info.get("index")
-    line = json.dumps({"step": step, "split": split, "data_source": str(data_source),
-                       "input": f"{data_source}/{split}/{index if index is not None else '?'}", **record},
-                      ensure_ascii=False, default=str) + "\n"
-    fd = os.open(folder / f"{'nostep' if step is None else step}.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    return split, step, folder / f"{'nostep' if step is None else step}.jsonl"
+
+
+def append_line(path: Path, record: dict[str, Any]) -> int:
+    """Append ``record`` as one JSON line with ONE ``write`` on an ``O_APPEND`` descriptor, so that
+    processes sharing the file never interleave lines. Returns the bytes written."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    line = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode()
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
-        os.write(fd, line.encode())
+        os.write(fd, line)
     finally:
         os.close(fd)
+    return len(line)
 
 
 def _step(version: Any, split: str) -> int | None:

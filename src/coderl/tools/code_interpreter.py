@@ -14,12 +14,20 @@ Config keys (tool YAML): ``sandbox_url`` (comma-separated replicas; default ``CO
 ``max_timeout``, ``memory_mb``, ``max_output_chars``), whose defaults the YAML repeats. The call
 itself (validation, clamping, error mapping) is `coderl.tools.schema.call_interpreter`, shared with
 the evaluator.
+
+Each call's sandbox request and result (status, what the model saw, time) is appended to the
+trajectory's ``agent_data.extra_fields["extras"]["coderl_tool_runs"]``: verl merges extra_fields
+into the reward's ``extra_info``, and the reward writes them into the sample's record
+(`coderl.records.code`). ``extras`` is one of the keys verl 0.9.1 gives EVERY sample of a batch
+(agent_loop.py's default extra keys): a key only some samples had would make the workers'
+batches fail to concatenate.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import time
 import weakref
 from typing import Any
 
@@ -27,6 +35,7 @@ from verl.tools.base_tool import BaseTool
 from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
 
 from coderl.errors import CoderlError
+from coderl.records.code import TOOL_RUNS_KEY, tool_run
 from coderl.tools.schema import CODE_INTERPRETER_SCHEMA, InterpreterSettings, call_interpreter
 
 
@@ -43,7 +52,13 @@ class CodeInterpreterTool(BaseTool):
         return self.tool_schema
 
     async def execute(self, instance_id: str, parameters: dict[str, Any], **kwargs: Any) -> tuple[ToolResponse, float, dict]:
+        started = time.monotonic()
         text, metrics = await call_interpreter(self, parameters, self.settings)
+        agent_data = kwargs.get("agent_data")
+        if agent_data is not None:  # the trajectory's record (verl hands extra_fields to the reward)
+            extras = agent_data.extra_fields.get("extras") or {}
+            extras.setdefault(TOOL_RUNS_KEY, []).append(tool_run(parameters, text, metrics, time.monotonic() - started))
+            agent_data.extra_fields["extras"] = extras
         return ToolResponse(text=text), 0.0, metrics
 
     async def run(self, language: str, code: str, stdin: str, limits: dict[str, Any]) -> dict[str, Any]:
