@@ -24,6 +24,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "coderl.plots.cli",
     "coderl.demo",
     "coderl.agent.gateway_cli",
+    "coderl.view.cli",
 )
 
 
