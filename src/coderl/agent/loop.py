@@ -47,6 +47,7 @@ from coderl.agent.gateway import Gateway, SessionConfig
 from coderl.agent.gateway_http import Served, serve
 from coderl.agent.harness import HarnessResult, run_in_sandbox, run_on_host
 from coderl.errors import CoderlError
+from coderl.records.agent import record_episode
 
 logger = logging.getLogger(__name__)
 
@@ -73,6 +74,7 @@ class GatewayAgentLoop(AgentLoopBase):
         self.harness_binds = tuple(harness_binds or ())
         self.env = dict(env or {})
         self.model_name = model_name
+        self._grade: Any = None  # the repo grader's result, for the episode's record
         self.prompt_length = int(self.rollout_config.prompt_length)
         self.response_length = int(self.rollout_config.response_length)
 
@@ -139,6 +141,8 @@ class GatewayAgentLoop(AgentLoopBase):
             extra.update(info)
             if info.get("sandbox_error"):  # the grader's infrastructure failed: nothing trains on it
                 mask, reward = [0] * len(mask), 0.0
+        record_episode(kwargs, session, self.tokenizer, response_ids=response_ids, mask=mask, logprobs=logprobs,
+                       prompt_len=len(prompt_ids), reward=reward, extra=extra, harness=result, grade=self._grade)
         shutil.rmtree(workdir, ignore_errors=True)
         metrics = AgentLoopMetrics(generate_sequences=session.generation_s,
                                    tool_calls=max(0.0, agent_s - session.generation_s),
@@ -166,7 +170,7 @@ class GatewayAgentLoop(AgentLoopBase):
         if self.score == "repo":
             from coderl.agent.grader import grade_episode
 
-            graded = await grade_episode(_session_host(), extra_info, result.diff if result else None)
+            graded = self._grade = await grade_episode(_session_host(), extra_info, result.diff if result else None)
             return float(graded.reward or 0.0), {"verdict": graded.status, "acc": float(graded.resolved),
                                                  "sandbox_error": int(graded.status == "sandbox_error")}
         from coderl.reward.code_reward import compute_score
@@ -174,7 +178,7 @@ class GatewayAgentLoop(AgentLoopBase):
         answer = _answer(session, workdir, result)
         ground_truth = (kwargs.get("reward_model") or {}).get("ground_truth")
         out = await compute_score(str(kwargs.get("data_source", "")), answer, ground_truth, extra_info,
-                                  **self.score_kwargs)
+                                  **{**self.score_kwargs, "record_dir": ""})  # the episode's record has it
         return float(out["score"]), {"verdict": out.get("verdict", ""), "acc": out.get("acc", 0.0),
                                      "sandbox_error": int(out.get("sandbox_error", 0))}
 
