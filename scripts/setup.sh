@@ -43,7 +43,9 @@ if [ ! -f "$stamp" ]; then
       sleep 1
       [ $((SECONDS - shown)) -ge 5 ] || continue
       shown=$SECONDS
-      now=$(grep -E '^(Collecting|Building wheel|Installing collected|Successfully installed)' "$log" | tail -n 1 | cut -c1-100)
+      # (none yet when every requirement is already satisfied: grep's "no match" must not stop setup)
+      now=$({ grep -E '^(Collecting|Building wheel|Installing collected|Successfully installed)' "$log" || true; } |
+            tail -n 1 | cut -c1-100)
       if [ -n "$now" ] && [ "$now" != "$last" ]; then echo "setup:   $now"; last=$now; fi
     done
     wait "$pid" || { echo "setup: pip failed; the end of $log:" >&2; tail -n 30 "$log" >&2; exit 1; }
