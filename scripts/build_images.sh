@@ -20,7 +20,7 @@
 #   --ca-file FILE      extra CA certificates (PEM) for pip's TLS inside the build (repeatable); the
 #                       host's /usr/local/share/ca-certificates/*.crt are added by default. They go in
 #                       as a build secret, never into a layer.
-#   --torch-wheel FILE  torch's CPU wheel for `cpu` (default: `pip download torch==$TORCH_VERSION`
+#   --torch-wheel FILE  torch's CPU wheel for `cpu` (default: `pip download` of docker/torch-cpu.txt's pin
 #                       with this host's pip configuration, which must resolve to a CPU build)
 #   --no-cache          build every layer again
 # Environment: CODERL_ENGINE=docker|podman forces an engine; CODERL_IMAGE_CACHE (default
@@ -31,7 +31,7 @@ set -euo pipefail
 source "$(dirname "$0")/container_engine.sh"
 cd "$CODERL_ROOT"
 
-TORCH_VERSION="${TORCH_VERSION:-2.13.0}"
+TORCH_VERSION="$(sed -n 's/^torch==//p' docker/torch-cpu.txt)"   # the one pin
 DEFAULT_CACHE=/var/cache/coderl-images
 [ "$(id -u)" = 0 ] || DEFAULT_CACHE="$HOME/.cache/coderl-images"
 CACHE="${CODERL_IMAGE_CACHE:-$DEFAULT_CACHE}"
@@ -111,12 +111,10 @@ torch_cpu_base() {
   python_base
   local wheels="$WORK/wheels"
   mkdir -p "$wheels"
-  local PIP_PYTHON=python3
-  [ -x .venv/bin/python ] && PIP_PYTHON=.venv/bin/python
   if [ -n "$TORCH_WHEEL" ]; then
     cp "$TORCH_WHEEL" "$wheels/"
   else
-    "$PIP_PYTHON" -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.11 \
+    "$PYTHON" -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.11 \
       "torch==$TORCH_VERSION" -d "$CACHE/wheels" >&2 || die "pip could not download torch==$TORCH_VERSION (--torch-wheel FILE)"
     cp "$CACHE/wheels"/torch-"$TORCH_VERSION"*-cp311-*.whl "$wheels/"
   fi

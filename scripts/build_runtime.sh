@@ -7,11 +7,13 @@
 # the sandbox (setup.sh, the image build), never per request.
 # The engine binds <prefix> at the same path inside the sandbox: keep it a path that says nothing of
 # the host (the default, not a home or a checkout).
-# Usage: scripts/build_runtime.sh [prefix] [python]   (defaults: /opt/coderl/runtime, .venv's base interpreter)
+# Usage: scripts/build_runtime.sh [prefix] [python]   (defaults: /opt/coderl/runtime, the base
+# interpreter of common.sh's PYTHON)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+source "$(dirname "$0")/common.sh"
+cd "$CODERL_ROOT"
 PREFIX="${1:-/opt/coderl/runtime}"
-PY="${2:-.venv/bin/python}"
+PY="${2:-$PYTHON}"
 BASE=$("$PY" -c 'import os, sys; print(os.path.realpath(getattr(sys, "_base_executable", sys.executable)))')
 # Go: the standard packages whose shipped archives are stale under the sandbox's CGO_ENABLED=0 (net, ...),
 # built once into a cache the Go recipe links each submission's private cache to (read-only)
@@ -24,8 +26,8 @@ if command -v go >/dev/null && [ ! -d "$PREFIX/go-cache" ]; then
   mv "$PREFIX/go-cache.tmp" "$PREFIX/go-cache"
   chmod -R a+rX "$PREFIX/go-cache"
 fi
-stamp="$PREFIX/.built-$(cat docker/runtime-python.txt docker/runtime-node/package-lock.json | sha256sum | cut -c1-16)"
-if [ -f "$stamp" ] && [ -x "$PREFIX/python/bin/python" ]; then exit 0; fi
+stamp_for "$PREFIX" built docker/runtime-python.txt docker/runtime-node/package-lock.json
+if [ -f "$STAMP" ] && [ -x "$PREFIX/python/bin/python" ]; then exit 0; fi
 echo "runtime: building the sandbox's runtime packages in $PREFIX (Python: $BASE)"
 rm -rf "$PREFIX/python" "$PREFIX/node" "$PREFIX"/.built-*
 mkdir -p "$PREFIX"
@@ -39,4 +41,4 @@ if command -v npm >/dev/null; then
   (cd "$PREFIX/node" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
 fi
 chmod -R a+rX "$PREFIX"
-touch "$stamp"
+stamp_done

@@ -1,8 +1,22 @@
 #!/usr/bin/env bash
-# Shared helpers for the training scripts (sourced, not run).
+# Shared helpers for the scripts (sourced, not run). Every script finds the checkout and the Python
+# here, one way: CODERL_ROOT, the checkout this file is in; PYTHON, the interpreter coderl runs with
+# ($PYTHON when set, else the checkout's .venv, else python3 -- the one setup.sh makes the .venv with).
 
 CODERL_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PYTHON="${PYTHON:-$( [ -x "$CODERL_ROOT/.venv/bin/python" ] && echo "$CODERL_ROOT/.venv/bin/python" || echo python3 )}"
+
+# stamp_for DIR NAME INPUT...: sets STAMP to DIR/.NAME-<hash of the inputs' contents>. A build from
+# those inputs is complete when STAMP exists; stamp_done marks it so once the build succeeded (and
+# drops the stamps of older inputs), so a changed input or an interrupted build means building again.
+stamp_for() {
+  local dir="$1" name="$2"; shift 2
+  STAMP="$dir/.$name-$(cat "$@" | sha256sum | cut -c1-16)"
+}
+stamp_done() {
+  rm -f "${STAMP%-*}"-*
+  touch "$STAMP"
+}
 
 # --help: the calling script's header comment (the lines after the shebang, up to the first code line)
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }

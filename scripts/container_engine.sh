@@ -4,7 +4,8 @@
 #   VERSION         the project version from pyproject.toml (the image tag)
 # With podman and no CONTAINERS_CONF of your own, docker/podman-containers.conf is used (ulimits
 # and runc for hosts that need them; see the file).
-CODERL_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=scripts/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 VERSION="$(sed -n 's/^version = "\(.*\)"/\1/p' "$CODERL_ROOT/pyproject.toml" | head -n 1)"
 
 pick_engine() {

@@ -2,6 +2,7 @@
 # The main job on a machine without accelerators: set up (idempotent), start the sandbox service,
 # score real problems end to end through it, print the report.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-bash scripts/setup.sh dev
-exec .venv/bin/coderl demo "$@"
+bash "$(dirname "$0")/setup.sh" dev
+source "$(dirname "$0")/common.sh"  # after setup.sh: PYTHON is the .venv it made (or $PYTHON)
+cd "$CODERL_ROOT"
+exec "$PYTHON" -m coderl.cli demo "$@"

