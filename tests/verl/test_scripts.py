@@ -103,3 +103,82 @@ def test_sft_dry_run_requires_the_tools_column(tmp_path):
     pq.write_table(pa.table({"messages": [[{"role": "user", "content": "hi"}]]}), path)
     done = script("run_toolcall_sft.sh", "--dry-run", f"data.train_files={path}", f"data.val_files={path}")
     assert done.returncode == 1 and "missing columns ['tools']" in done.stderr, done.stderr[-2000:]
+
+
+def _left_running(log_dir: Path) -> list[int]:
+    """Processes a start_sandbox.sh run left behind: they carry its CODERL_LOG_DIR in their environment."""
+    import os
+
+    marker = f"CODERL_LOG_DIR={log_dir}".encode()
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if marker in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"):
+                found.append(int(pid))
+        except OSError:
+            continue
+    return found
+
+
+def _assert_nothing_left_running(log_dir: Path) -> None:
+    import time
+
+    deadline = time.monotonic() + 30
+    while (left := _left_running(log_dir)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not left, f"waited 30 s for the failed start's processes to end; still running: {left}"
+    assert not (log_dir / "sandbox-supervisor.pid").exists()
+
+
+def test_start_sandbox_reports_a_taken_port_with_the_logs_tail(tmp_path):
+    """The service cannot bind (the port is taken: it exits 3 at once, and the entrypoint gives up):
+    the script says the start failed and prints this start's last log lines, the bind error among
+    them, then exits 1 with nothing left running."""
+    import socket
+
+    (tmp_path / "sandbox.log").write_text("an earlier start's line\n")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        done = script("start_sandbox.sh", env={"CODERL_PORT": str(taken.getsockname()[1]),
+                                               "CODERL_LOG_DIR": str(tmp_path), "CODERL_READY_TIMEOUT": "240",
+                                               "CODERL_SERVICE_PIDFILE": str(tmp_path / "service.pid")})
+    assert done.returncode == 1, (done.stdout, done.stderr[-2000:])
+    assert "error: sandbox failed to start" in done.stderr, done.stderr[-2000:]
+    assert "address already in use" in done.stderr and "an earlier start's line" not in done.stderr, done.stderr[-2000:]
+    _assert_nothing_left_running(tmp_path)
+
+
+def test_start_sandbox_reports_a_bad_option_with_the_logs_tail(tmp_path):
+    """A bad setting makes every restart of the service fail the same way: once the ready timeout
+    passes the script prints the service's own error from the log and stops the supervisor, which
+    would otherwise restart it forever. The port is held (bound, not listening) so that nothing else
+    can answer the readiness probe there."""
+    import socket
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        done = script("start_sandbox.sh", env={"CODERL_PORT": str(held.getsockname()[1]), "CODERL_SLOTS": "many",
+                                               "CODERL_LOG_DIR": str(tmp_path), "CODERL_READY_TIMEOUT": "20",
+                                               "CODERL_SERVICE_PIDFILE": str(tmp_path / "service.pid")})
+    assert done.returncode == 1, (done.stdout, done.stderr[-2000:])
+    assert "error: sandbox" in done.stderr and "CODERL_SLOTS='many' is not a number" in done.stderr, done.stderr[-2000:]
+    _assert_nothing_left_running(tmp_path)
+
+
+def test_stamp_names_a_build_from_its_inputs(tmp_path):
+    """common.sh's stamp: the same inputs find the stamp a finished build left, a changed input does
+    not, and marking the new build drops the old stamp."""
+    inputs = tmp_path / "inputs.txt"
+    inputs.write_text("torch==1\n")
+    steps = f'''source "{ROOT}/scripts/common.sh"
+        stamp_for "{tmp_path}" built "{inputs}"; [ -f "$STAMP" ] && echo "fresh: yes" || echo "fresh: no"
+        stamp_done; first="$STAMP"
+        stamp_for "{tmp_path}" built "{inputs}"; [ -f "$STAMP" ] && echo "fresh: yes" || echo "fresh: no"
+        echo "torch==2" > "{inputs}"
+        stamp_for "{tmp_path}" built "{inputs}"; [ -f "$STAMP" ] && echo "fresh: yes" || echo "fresh: no"
+        stamp_done; [ -f "$first" ] && echo "old kept" || echo "old dropped"'''
+    done = subprocess.run(["bash", "-euo", "pipefail", "-c", steps], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["fresh: no", "fresh: yes", "fresh: no", "old dropped"]
+    assert len(list(tmp_path.glob(".built-*"))) == 1
