@@ -14,6 +14,11 @@ Placements:
   is bound read-only (``harness_binds``).
 - ``host``: a plain subprocess in the work dir, for debugging a harness. No isolation: the
   episode's record says so (``isolation: none``).
+
+Whatever the harness does is its outcome, never an exception: an exit code, a time-out, output
+past the cap (``output_limit``: the sandbox killed it; on the host only a tail is kept), or files
+that make no diff (``diff_error``: one over the size cap, unreadable ones; no valid patch).
+Exceptions are for our side (the sandbox did not start or died).
 """
 
 from __future__ import annotations
@@ -29,10 +34,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from coderl.errors import BadRequest
+from coderl.errors import BadRequest, DiffUnavailable
 
 TASK_FILE = ".coderl_task.md"
 SANDBOX_PORT = 18001  # where the gateway relay listens inside a session sandbox
+_TAIL_BYTES = 16384  # of a host harness's output: kept while the rest streams past
 
 
 @dataclass
@@ -43,6 +49,8 @@ class HarnessResult:
     output_tail: str
     isolation: str  # "sandbox" or "none"
     diff: str | None = None  # the episode's change, when run in a sandbox over a repository
+    diff_error: str | None = None  # why the episode's files make no diff (the agent's doing): no valid patch
+    output_limit: bool = False  # killed for printing far more than the sandbox keeps
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -81,18 +89,26 @@ async def run_on_host(template: str, *, workdir: Path, task: str, gateway_url: s
     proc = await asyncio.create_subprocess_exec(
         "bash", "-c", command, cwd=workdir, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, start_new_session=True, env={**os.environ, **_environment(values), **(env or {})})
+    tail = bytearray()
+
+    async def drain() -> None:  # a harness that floods its output costs a tail's memory, no more
+        assert proc.stdout is not None
+        while chunk := await proc.stdout.read(1 << 16):
+            tail.extend(chunk)
+            del tail[:-_TAIL_BYTES]
+        await proc.wait()
+
     timed_out = False
     try:
-        out, _ = await asyncio.wait_for(proc.communicate(), timeout=timeout_s)
+        await asyncio.wait_for(drain(), timeout=timeout_s)
     except TimeoutError:
         timed_out = True
-        out = b""
     finally:  # the harness and anything it left running in its process group
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
         await proc.wait()
     return HarnessResult(None if timed_out else proc.returncode, timed_out, round(time.monotonic() - started, 3),
-                         _tail(out.decode("utf-8", "replace")), "none")
+                         _tail(tail.decode("utf-8", "replace")), "none")
 
 
 async def run_in_sandbox(template: str, *, host: Any, repo_dir: Path, task: str, gateway_socket: str, session_id: str,
@@ -109,11 +125,16 @@ async def run_in_sandbox(template: str, *, host: Any, repo_dir: Path, task: str,
                               gateway_socket=gateway_socket, gateway_port=SANDBOX_PORT,
                               env={**_environment(values), **(env or {})})
     started = time.monotonic()
+    diff = diff_error = None
     try:
         await session.write_file(f"/tmp/{TASK_FILE}", task.encode())
         result = await session.exec(render_command(template, values), timeout_s=timeout_s)
-        diff = await session.finish() if capture_diff else None
+        if capture_diff:
+            try:
+                diff = await session.finish()
+            except DiffUnavailable as exc:
+                diff_error = str(exc)
     finally:
         await session.close()
     return HarnessResult(result.exit_code, result.timed_out, round(time.monotonic() - started, 3),
-                         _tail(result.stdout + result.stderr), "sandbox", diff)
+                         _tail(result.stdout + result.stderr), "sandbox", diff, diff_error, result.output_limit)

@@ -22,8 +22,12 @@ harness's answer: ``solution.py`` in its work dir if it wrote one, else its last
 ``repo`` - part 2's repository grader (`coderl.agent.grader.grade_episode`) on the episode's diff,
 in a fresh sandbox (rows from ``coderl data swe``: ``extra_info`` names the snapshot and env);
 ``none`` - leave the reward to verl's reward loop. A failure of OUR side (the sandbox did not
-start, the gateway or backend failed) masks the whole response (nothing trains on it) and is
-reported as ``sandbox_error`` = 1, never as a wrong answer.
+start, the gateway or backend failed, the grader's sandbox did) masks the whole response (nothing
+trains on it) and is reported as ``sandbox_error`` = 1, never as a wrong answer. Whatever the
+AGENT did is an outcome, never an exception out of ``run``: its exit code, time-out or flooded
+output (``agent_output_limit``) are recorded and its diff is scored; files that make no diff (one
+over the size cap, unreadable ones) score 0 as ``verdict: no_patch`` (no valid patch), with the
+reason in ``agent_error``.
 """
 
 from __future__ import annotations
@@ -101,7 +105,8 @@ class GatewayAgentLoop(AgentLoopBase):
                                max_prompt=self.prompt_length, timeout_s=self.timeout_s + 60,
                                sampling=dict(sampling_params))
         gateway.open(sid, config)
-        extra = {"agent_exit_code": -1, "agent_timed_out": 0, "sandbox_error": 0, "agent_isolation": self.placement}
+        extra = {"agent_exit_code": -1, "agent_timed_out": 0, "agent_output_limit": 0, "sandbox_error": 0,
+                 "agent_isolation": self.placement}
         workdir = Path(tempfile.mkdtemp(prefix="coderl-episode-"))
         started = time.monotonic()
         result: HarnessResult | None = None
@@ -109,7 +114,9 @@ class GatewayAgentLoop(AgentLoopBase):
             result = await self._run_harness(workdir, task, sid, served, socket_path, kwargs)
             extra.update(agent_exit_code=-1 if result.exit_code is None else result.exit_code,
                          agent_timed_out=int(result.timed_out), agent_isolation=result.isolation,
-                         agent_output_tail=result.output_tail[-2000:])
+                         agent_output_limit=int(result.output_limit), agent_output_tail=result.output_tail[-2000:])
+            if result.diff_error is not None:
+                extra.update(agent_error=result.diff_error[:500])
         except CoderlError as exc:  # the sandbox failed to start or died: our fault
             extra.update(sandbox_error=1, agent_error=f"{type(exc).__name__}: {exc}"[:500])
             logger.warning("coderl agent episode %s: %s", sid, exc)
@@ -137,7 +144,11 @@ class GatewayAgentLoop(AgentLoopBase):
             mask = [0] * len(mask)
             reward = 0.0
         elif self.score != "none":
-            reward, info = await self._score(session, workdir, result, kwargs)
+            try:
+                reward, info = await self._score(session, workdir, result, kwargs)
+            except CoderlError as exc:  # the scorer's own failure (its sandbox, the service): ours
+                reward, info = 0.0, {"sandbox_error": 1, "agent_error": f"scoring: {type(exc).__name__}: {exc}"[:500]}
+                logger.warning("coderl agent episode %s: scoring failed: %s", sid, exc)
             extra.update(info)
             if info.get("sandbox_error"):  # the grader's infrastructure failed: nothing trains on it
                 mask, reward = [0] * len(mask), 0.0
@@ -170,6 +181,8 @@ class GatewayAgentLoop(AgentLoopBase):
         if self.score == "repo":
             from coderl.agent.grader import grade_episode
 
+            if result is not None and result.diff_error is not None:  # the agent's files made no diff
+                return 0.0, {"verdict": "no_patch", "acc": 0.0, "sandbox_error": 0}
             graded = self._grade = await grade_episode(_session_host(), extra_info, result.diff if result else None)
             return float(graded.reward or 0.0), {"verdict": graded.status, "acc": float(graded.resolved),
                                                  "sandbox_error": int(graded.status == "sandbox_error")}

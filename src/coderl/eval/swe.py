@@ -31,7 +31,7 @@ from coderl.agent.repo_store import RepoStore
 from coderl.agent.repo_task import RepoTask
 from coderl.data.common import read_rows
 from coderl.errors import BadRequest
-from coderl.sandbox.session import DiffUnavailable, SessionHost
+from coderl.sandbox.session import SessionHost
 
 
 @dataclass(frozen=True)
@@ -146,20 +146,21 @@ async def evaluate_swe(cfg: SweEvalConfig) -> dict[str, Any]:
 
 
 async def _run_agent(cfg: SweEvalConfig, grader: RepoGrader, task: RepoTask) -> tuple[str | None, dict[str, Any]]:
-    """The harness on the task in a session sandbox; its diff (None when it left none)."""
+    """The harness on the task in a session sandbox; its diff (None when its files make none: graded
+    ``no_patch``, with the reason as ``agent_message``)."""
     from coderl.agent.harness import run_in_sandbox
     from coderl.data.swe import prompt_of
 
     snapshot, env = await grader.prepare(task)
     assert cfg.harness is not None and cfg.gateway_socket is not None
-    try:
-        result = await run_in_sandbox(cfg.harness, host=grader.host, repo_dir=snapshot, task=prompt_of(task)[0]["content"],
-                                      gateway_socket=cfg.gateway_socket, session_id=f"swe-{uuid.uuid4().hex}",
-                                      model=cfg.model, timeout_s=cfg.harness_timeout_s,
-                                      harness_binds=cfg.harness_binds, env_dir=env, capture_diff=True)
-    except DiffUnavailable as exc:
-        return "", {"agent_message": str(exc)}
-    return result.diff, {"agent_exit_code": result.exit_code, "agent_timed_out": result.timed_out}
+    result = await run_in_sandbox(cfg.harness, host=grader.host, repo_dir=snapshot, task=prompt_of(task)[0]["content"],
+                                  gateway_socket=cfg.gateway_socket, session_id=f"swe-{uuid.uuid4().hex}",
+                                  model=cfg.model, timeout_s=cfg.harness_timeout_s,
+                                  harness_binds=cfg.harness_binds, env_dir=env, capture_diff=True)
+    extra = {"agent_exit_code": result.exit_code, "agent_timed_out": result.timed_out}
+    if result.diff_error is not None:
+        extra["agent_message"] = result.diff_error
+    return result.diff, extra
 
 
 def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:

@@ -484,11 +484,11 @@ class SessionHost:
         proc.stdin.close()
         try:
             async with asyncio.timeout(_CAPTURE_TIMEOUT_S):
-                data = await proc.stdout.read(MAX_DIFF_BYTES + 1)
-                if len(data) > MAX_DIFF_BYTES:
-                    raise DiffUnavailable(f"the diff is larger than {MAX_DIFF_BYTES >> 20} MiB")
-                rest = await proc.stdout.read()
-                data += rest
+                data = bytearray()  # read(n) returns what has arrived, so the cap is checked per chunk
+                while chunk := await proc.stdout.read(1 << 20):
+                    data += chunk
+                    if len(data) > MAX_DIFF_BYTES:
+                        raise DiffUnavailable(f"the diff is larger than {MAX_DIFF_BYTES >> 20} MiB")
                 code = await proc.wait()
         except TimeoutError as exc:
             raise SessionError(f"session {session.id}: capturing the diff took over {_CAPTURE_TIMEOUT_S:.0f} s") \

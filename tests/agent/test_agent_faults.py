@@ -1,0 +1,122 @@
+"""What an agent does wrong is the episode's outcome, never an exception out of the verl agent loop
+(`coderl_gateway_agent`, score: repo): a real harness process in a real session sandbox over a
+builtin task's snapshot, the real gateway, the real grader; the model is verl's server-manager
+seam answered from a script. Each harness first takes one model turn (so the response holds
+sampled tokens) and then misbehaves; the outcome scores 0 and keeps its mask (it trains), where
+a failure of ours (``sandbox_error``) would zero it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+
+import pytest
+from tests.agent.test_agent_loop import HERE, ScriptedServer, char_ids, config
+from tests.helpers.qwen_tokenizer import build_tiny_model
+
+from coderl.sandbox import isolation
+from coderl.sandbox.session import MAX_DIFF_BYTES
+
+pytestmark = pytest.mark.verl
+
+
+@pytest.fixture(scope="module")
+def tiny_model():
+    return build_tiny_model()
+
+
+@pytest.fixture(scope="module")
+def tokenizer(tiny_model):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(tiny_model)
+
+
+@pytest.fixture(scope="module")
+def swe_row(tmp_path_factory):
+    import pandas as pd
+
+    from coderl.data.swe import build_swe
+
+    if isolation.bwrap_path() is None:
+        pytest.skip("bubblewrap missing")
+    root = tmp_path_factory.mktemp("swe")
+    build_swe("builtin", root / "swe", repos_dir=None, cache_dir=root / "cache")
+    return pd.read_parquet(root / "swe" / "train.parquet").iloc[0].to_dict()
+
+
+def run_episode(tiny_model, tokenizer, tmp_path, row, command: str, server: ScriptedServer):
+    from verl.experimental.agent_loop.agent_loop import DictConfigWrap, ToolListWrap
+    from verl.utils.dataset.rl_dataset import RLHFDataset
+
+    from coderl.agent.loop import GatewayAgentLoop
+
+    cfg = config(tiny_model, tmp_path, "sandbox", command, [str(HERE)])
+
+    async def main():
+        loop = GatewayAgentLoop(trainer_config=DictConfigWrap(cfg), server_manager=server, tokenizer=tokenizer,
+                                processor=None, dataset_cls=RLHFDataset, data_config=DictConfigWrap(cfg.data),
+                                hf_model_type="qwen2", tools=ToolListWrap([]), command=command,
+                                placement="sandbox", timeout_s=120, harness_binds=[str(HERE)], score="repo")
+        return await loop.run({"temperature": 1.0}, raw_prompt=list(row["prompt"]), data_source=row["data_source"],
+                              reward_model=dict(row["reward_model"]), extra_info=dict(row["extra_info"]))
+
+    return asyncio.run(main())
+
+
+def one_turn(tokenizer) -> ScriptedServer:
+    call = json.dumps({"name": "bash", "arguments": {"cmd": "ls"}})
+    return ScriptedServer(tokenizer, [char_ids(tokenizer, f"Looking.\n<tool_call>\n{call}\n</tool_call>"),
+                                      char_ids(tokenizer, "Done.")])
+
+
+# what the harness does after its model turn -> (verdict, what agent_error says, other fields)
+MISDEEDS = {
+    "file_over_the_diff_cap": (f"head -c {MAX_DIFF_BYTES + (4 << 20)} /dev/urandom > big.bin",
+                               "no_patch", f"larger than {MAX_DIFF_BYTES >> 20} MiB", {}),
+    "unreadable_file": ("echo secret > hidden.py && chmod 000 hidden.py", "no_patch", "hidden.py", {}),
+    "floods_its_output": ("yes flood", "unresolved", None, {"agent_output_limit": 1, "agent_exit_code": -1}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MISDEEDS))
+def test_a_misbehaving_harness_is_an_outcome(name, tiny_model, tokenizer, swe_row, tmp_path):
+    misdeed, verdict, error, fields = MISDEEDS[name]
+    command = f"{isolation.sandbox_python()} {HERE / 'scripted_agent.py'} && {misdeed}"
+    out = run_episode(tiny_model, tokenizer, tmp_path, swe_row, command, one_turn(tokenizer))
+    extra = out.extra_fields
+    assert (extra["sandbox_error"], extra["verdict"], out.reward_score) == (0, verdict, 0.0), extra
+    assert error in extra["agent_error"] if error else "agent_error" not in extra, extra
+    assert {k: extra[k] for k in fields} == fields, extra
+    assert any(out.response_mask), "an outcome of the agent's is trained on (reward 0), never masked"
+
+
+def test_a_harness_that_exits_at_once_is_an_outcome(tiny_model, tokenizer, swe_row, tmp_path):
+    server = one_turn(tokenizer)
+    out = run_episode(tiny_model, tokenizer, tmp_path, swe_row, "exit 3", server)
+    extra = out.extra_fields
+    assert (extra["sandbox_error"], extra["agent_exit_code"], extra["verdict"], out.reward_score) == \
+        (0, 3, "unresolved", 0.0), extra
+    assert server.calls == [] and out.response_mask == [0]  # it never asked the model: nothing to train on
+
+
+def test_a_host_harness_that_floods_its_output_keeps_a_tail(tmp_path):
+    """On the host nothing caps a harness's output, so only a tail is kept while the rest streams
+    past: 256 MiB printed, the episode's process peaks far below that (it used to hold it all)."""
+    script = f"""
+import asyncio, resource
+from pathlib import Path
+from coderl.agent.harness import run_on_host
+flood = "head -c {256 << 20} /dev/zero | tr '\\\\0' x; echo; echo the-end"
+r = asyncio.run(run_on_host(flood, workdir=Path({str(tmp_path)!r}), task="t", gateway_url="http://127.0.0.1:9",
+                            session_id="s", model="m", timeout_s=120))
+print(r.exit_code, r.timed_out, len(r.output_tail), repr(r.output_tail[-10:]))
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> 10)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    result, peak_mib = done.stdout.splitlines()
+    assert result == "0 False 4003 'x\\nthe-end\\n'", result
+    assert int(peak_mib) < 128, f"the harness's output was held in memory: peak {peak_mib} MiB"
