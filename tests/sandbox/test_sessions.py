@@ -214,11 +214,51 @@ def test_commands_cannot_reach_pid_1(repo):
     run(body)
 
 
-def test_git_history_stops_at_the_snapshot(repo):
+def _commit(path: Path, message: str, files: dict[str, str]) -> str:
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+    for name, text in files.items():
+        (path / name).write_text(text)
+    subprocess.run(["git", "add", "-A"], cwd=path, env=env, check=True)
+    subprocess.run(["git", "commit", "-q", "-m", message], cwd=path, env=env, check=True)
+    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=path, capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_git_history_stops_at_the_snapshot(tmp_path):
+    """A SWE-bench-like mirror: two commits up to the task's base, then the upstream fix on the main
+    branch, on a second branch and under a tag. In an episode over the snapshot RepoStore makes, no
+    git command finds the fix: not the history of every ref, not the refs, not the object store
+    (unreachable objects included), not asking for its commit or its blob by sha."""
+    from coderl.agent.repo_store import RepoStore
+
+    mirror = tmp_path / "repos" / "acme__calc"
+    mirror.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", "-b", "main", str(mirror)], check=True)
+    first = _commit(mirror, "first", {"m.py": "def add(a, b):\n    return a - b\n"})
+    base = _commit(mirror, "base", {"README": "calc\n"})
+    fix = _commit(mirror, "the upstream fix", {"m.py": "def add(a, b):\n    return a + b  # UPSTREAM-FIX\n"})
+    fix_blob = subprocess.run(["git", "rev-parse", f"{fix}:m.py"], cwd=mirror, capture_output=True, text=True,
+                              check=True).stdout.strip()
+    subprocess.run(["git", "branch", "upstream", fix], cwd=mirror, check=True)
+    subprocess.run(["git", "tag", "v1-fixed", fix], cwd=mirror, check=True)
+
+    snapshot = RepoStore(tmp_path / "repos", tmp_path / "cache").snapshot("acme/calc", base)
+
     async def body(host):
-        async with await host.open(repo, limits=LIMITS) as s:
-            r = await s.exec("git log --all --oneline | wc -l")
-            assert r.stdout.strip() == "1"
+        async with await host.open(snapshot, limits=LIMITS) as s:
+            history = await s.exec("git log --all --format=%H")
+            assert history.ok and history.stdout.split() == [base, first], history
+            refs = await s.exec("git for-each-ref --format='%(refname)'; git tag; git branch -a; git reflog --all")
+            assert "upstream" not in refs.stdout and "v1-fixed" not in refs.stdout, refs
+            objects = await s.exec("git cat-file --batch-all-objects --batch-check='%(objectname)'")
+            assert objects.ok and len(objects.stdout.split()) >= 6, objects  # 2 commits, 2 trees, 2 blobs
+            assert fix not in objects.stdout and fix_blob not in objects.stdout, objects
+            for sha in (fix, fix_blob):
+                asked = await s.exec(f"git cat-file -p {sha}")
+                assert not asked.ok and "UPSTREAM-FIX" not in asked.stdout, asked
+            grep = await s.exec("git log --all -p | grep -c UPSTREAM-FIX")
+            assert grep.stdout.strip() == "0", grep
+            assert "a - b" in (await s.exec("cat m.py")).stdout
     run(body)
 
 
