@@ -204,7 +204,11 @@ function renderSample(i) {
     + facts.map(([k, v]) => `<span>${esc(k)}: <b>${esc(fmt(v))}</b></span>`).join("") + `</div>`;
   if ((r.truncated || []).length) html += `<p>Cut to the record size cap: ${esc(r.truncated.join(", "))}</p>`;
   if (r.error) html += `<p>error: ${esc(r.error)}</p>`;
-  html += `<h3>Conversation</h3>` + (r.prompt || []).map(messageHtml).join("") + (r.turns || []).map(messageHtml).join("");
+  // an agent's turns are the harness's own conversation (its system prompt and task included)
+  const prompt = (r.prompt || []).map(messageHtml).join("");
+  html += r.kind === "agent" ? `<details><summary>dataset prompt</summary>${prompt}</details><h3>Conversation (as the harness held it)</h3>`
+    : `<h3>Conversation</h3>` + prompt;
+  html += (r.turns || []).map(messageHtml).join("");
   if (!r.turns && !r.prompt) html += `<p class="empty">This record has no turns (a reward_samples line).</p>`;
   if ((r.tool_runs || []).length) {
     html += `<h3>Sandbox runs (code tool)</h3>` + r.tool_runs.map((t, k) => `<div class="call"><b>#${k + 1} ${esc(t.language)}</b> status <b>${esc(t.status)}</b>, run ${fmt(t.run_wall_s)} s, call ${fmt(t.seconds)} s${t.sandbox_error ? " <b class=\"v-sandbox_error\">sandbox error</b>" : ""}<pre>${esc(t.code)}</pre><pre>${esc(t.shown)}</pre></div>`).join("");
