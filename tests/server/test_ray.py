@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import socket
 import threading
 import time
 
@@ -19,7 +20,6 @@ import pytest
 
 from coderl.client import SandboxClient
 from coderl.server.settings import Settings
-from tests.helpers.service import free_port
 
 pytestmark = pytest.mark.ray
 
@@ -52,7 +52,7 @@ def test_a_proxy_slow_to_start_is_waited_for():
 
     freezer = threading.Thread(target=freeze_the_proxy_as_it_starts)
     try:
-        port = free_port()
+        port = _unused_port()
         freezer.start()
         start_serve({"host": "127.0.0.1", "port": port})
         freezer.join()
@@ -76,7 +76,7 @@ def ray_service():
     from coderl.server.ray_serve import build_app, start_serve
 
     ray.init(address="local", num_cpus=2, include_dashboard=False)
-    port = free_port()
+    port = _unused_port()
     start_serve({"host": "127.0.0.1", "port": port})
     serve.run(build_app(Settings(slots=1, queue=32), replicas=2, cpus_per_replica=0.5), name="coderl", route_prefix="/")
     url = f"http://127.0.0.1:{port}"
@@ -87,16 +87,26 @@ def ray_service():
 
 
 def test_requests_spread_over_both_replicas(ray_service):
-    assert len(_answering_replicas(ray_service)) == 2
+    _wait_for_answers(ray_service, lambda seen: len(seen) == 2, "answers from both replicas")
 
 
-def _answering_replicas(url: str) -> set[str]:
-    replicas = set()
-    for _ in range(40):
+def _wait_for_answers(url: str, done, what: str, timeout_s: float = 180) -> set[str]:
+    """Sequential requests until the replicas that answered them (``X-Coderl-Replica``: host:pid)
+    satisfy ``done``. Bounded: the proxy learns of a new replica seconds after the controller reports
+    it RUNNING (its routing table is pushed, not read per request), so a fixed count of requests
+    races that update; on failure, says what it waited for and which replicas did answer."""
+    seen: set[str] = set()
+    sent = 0
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
         r = httpx.post(url + "/v1/run", json={"language": "python", "code": "print(1)"}, timeout=60)
-        assert r.json()["run"]["stdout"] == "1\n"
-        replicas.add(r.headers["X-Coderl-Replica"])
-    return replicas
+        assert r.status_code == 200 and r.json()["run"]["stdout"] == "1\n", f"a bad answer: {r.status_code} {r.text[:300]}"
+        seen.add(r.headers["X-Coderl-Replica"])
+        sent += 1
+        if done(seen):
+            return seen
+        time.sleep(0.05)
+    pytest.fail(f"waited {timeout_s:g} s for {what}: {sent} requests were answered by {sorted(seen)}")
 
 
 @pytest.mark.timeout(600)  # its own bounds (90 + 120 + 180 + 180 s on a loaded machine) say what failed
@@ -128,6 +138,7 @@ def test_killing_a_replica_loses_no_request(ray_service):
             task.result()
 
     victim = _replica_actors(ray)[0]
+    before = _wait_for_answers(ray_service, lambda seen: len(seen) == 2, "answers from both replicas before the kill")
     asyncio.run(main())
     assert [answered[i] for i in range(60)] == [f"{i}\n" for i in range(60)]
     # Right after the kill the controller may still count the dead replica RUNNING (the old check
@@ -138,7 +149,10 @@ def test_killing_a_replica_loses_no_request(ray_service):
         return len(names) == 2 and victim["name"] not in names
 
     _wait_for_replicas(serve, 2, what="the killed replica did not come back", timeout_s=180, ready=replaced)
-    assert len(_answering_replicas(ray_service)) == 2
+    # Back means answering: two replicas answer, one of them new (the killed one cannot answer; the
+    # survivor was answering before the kill), waited for until the proxy routes to the newcomer.
+    _wait_for_answers(ray_service, lambda seen: len(seen) == 2 and bool(seen - before),
+                      f"answers from two replicas, one not among those answering before the kill {sorted(before)}")
 
 
 @pytest.mark.slow  # 70 s of a frozen proxy, on purpose
@@ -166,6 +180,15 @@ def test_a_starved_proxy_is_waited_for_not_restarted(ray_service):
     asyncio.run(main())
     assert _proxy_pid() == proxy, "the controller restarted the proxy"
     assert answered == {i: f"{i}\n" for i in range(10)}
+
+
+def _unused_port() -> int:
+    """A loopback port free now, for Ray Serve's proxy, which binds its port itself (no inherited
+    socket, as `coderl serve --fd` takes). Should another process take it in between, the proxy
+    cannot bind it and the bounded ``/readyz`` wait fails, naming the URL."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 def _wait_for_readyz(url: str, timeout_s: float = 120) -> None:
