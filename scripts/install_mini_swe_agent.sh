@@ -9,6 +9,10 @@ VERSION="${MINI_SWE_AGENT_VERSION:-2.4.6}"
 if [ ! -x "$DEST/bin/mini" ]; then
   # the base interpreter of the project's Python: sandboxes bind its prefix, so the venv runs inside them
   BASE="$("$PYTHON" -c 'import sys; print(sys.base_prefix)')/bin/python3"
+  if ! mkdir -p "$DEST" 2>/dev/null || [ ! -w "$DEST" ]; then  # /opt as a user: made once with sudo, then theirs
+    sudo mkdir -p "$DEST" && sudo chown "$(id -u):$(id -g)" "$DEST"
+  fi
+  echo "installing mini-swe-agent $VERSION into $DEST (its own venv)"
   "$BASE" -m venv "$DEST"
   "$DEST/bin/pip" install -q "mini-swe-agent==$VERSION"
 fi

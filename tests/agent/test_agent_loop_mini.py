@@ -6,8 +6,8 @@ token); everything else is real: the harness, its tool-call parsing, the sandbox
 code reward.
 
 mini-swe-agent pulls in litellm, so it lives in its own virtualenv, never in the project's:
-``python3 -m venv /opt/mini-venv && /opt/mini-venv/bin/pip install mini-swe-agent``, then
-``MINI_SWE_AGENT_VENV=/opt/mini-venv`` (docs/agent.md). Skipped without it."""
+``scripts/install_mini_swe_agent.sh`` puts it at ``$MINI_SWE_AGENT_VENV`` (default /opt/mini-swe-agent;
+``scripts/test.sh`` runs it first). Skipped, naming the path and the command, without it."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from tests.agent.test_agent_loop import SOLUTION, TASK, TESTS, ScriptedServer, c
 from tests.helpers.qwen_tokenizer import build_tiny_model
 
 pytestmark = pytest.mark.verl
-VENV = os.environ.get("MINI_SWE_AGENT_VENV", "")
+VENV = os.environ.get("MINI_SWE_AGENT_VENV", "/opt/mini-swe-agent")
 COMMAND = ("{venv}/bin/mini -m openai/{{model}} -t \"$(cat {{task_file}})\" -y --exit-immediately -l 0 "
            "-c mini.yaml -c model.model_kwargs.api_base={{base_url}} -c model.model_kwargs.api_key={{api_key}} "
            "-o /tmp/trajectory.json")
@@ -36,7 +36,7 @@ def mini_script(tokenizer) -> list[list[int]]:
             char_ids(tokenizer, f"It prints 3. Submitting.\n<tool_call>\n{json.dumps(submit)}\n</tool_call>")]
 
 
-@pytest.mark.skipif(not (VENV and Path(VENV, "bin", "mini").exists()), reason="MINI_SWE_AGENT_VENV not set up")
+@pytest.mark.skipif(not (VENV and Path(VENV, "bin", "mini").exists()), reason=f"mini-swe-agent is not installed at {VENV} (MINI_SWE_AGENT_VENV): run scripts/install_mini_swe_agent.sh")
 def test_unmodified_mini_swe_agent_in_session_sandbox(tmp_path):
     from transformers import AutoTokenizer
     from verl.experimental.agent_loop.agent_loop import DictConfigWrap, ToolListWrap
