@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from coderl.agent.grader import RepoGrader
+from coderl.agent.repo_env import build_env
 from coderl.agent.repo_store import RepoStore
 from coderl.agent.repo_task import EnvSpec
 from coderl.agent.task_set import build_task_set
@@ -95,9 +96,12 @@ def test_apply_failures_are_the_agents_and_infrastructure_failures_are_not(task_
     _, tasks = task_set
     t = tasks["semver"]
     stale = t.gold_patch.replace("    return parts\n", "    return partz\n")
-    escape = ("diff --git a/link b/link\nnew file mode 120000\n--- /dev/null\n+++ b/link\n@@ -0,0 +1 @@\n+/etc\n"
+    # a link to the task's environment (bound into every grading sandbox at its host path), then a
+    # file written through it: the environment every later episode and grade shares
+    env = build_env(t.env, default_cache_dir())
+    escape = (f"diff --git a/link b/link\nnew file mode 120000\n--- /dev/null\n+++ b/link\n@@ -0,0 +1 @@\n+{env}\n"
               "\\ No newline at end of file\n"
-              "diff --git a/link/passwd b/link/passwd\nnew file mode 100644\n--- /dev/null\n+++ b/link/passwd\n"
+              "diff --git a/link/owned.pth b/link/owned.pth\nnew file mode 100644\n--- /dev/null\n+++ b/link/owned.pth\n"
               "@@ -0,0 +1 @@\n+owned\n")
     no_repo = dataclasses.replace(t, repo="nobody/nowhere")
     no_env = dataclasses.replace(t, env=EnvSpec(requirements=("coderl-no-such-package==0.0.1",)))
@@ -106,7 +110,7 @@ def test_apply_failures_are_the_agents_and_infrastructure_failures_are_not(task_
     (env_r,) = grade(task_set, [(no_env, t.gold_patch)], find_links=Path("/nonexistent-wheelhouse"))
     assert (malformed.status, malformed.reward) == ("apply_failed", 0.0)
     assert (stale_r.status, stale_r.reward) == ("apply_failed", 0.0)
-    assert escape_r.status == "apply_failed" and "owned" not in Path("/etc/passwd").read_text()
+    assert escape_r.status == "apply_failed" and not (env / "owned.pth").exists(), escape_r
     assert (repo_r.status, repo_r.reward) == ("sandbox_error", None) and "nobody/nowhere" in repo_r.message
     assert (env_r.status, env_r.reward) == ("sandbox_error", None) and "coderl-no-such-package" in env_r.message
 
@@ -128,3 +132,26 @@ def test_grade_episode_from_a_data_swe_row(task_set):
 
     gold, nothing, broken = asyncio.run(main())
     assert (gold.status, nothing.status, broken.status) == ("resolved", "unresolved", "sandbox_error")
+
+
+def test_graded_code_cannot_write_the_environment_or_the_snapshot(task_set):
+    """The agent's code runs with its tests: here a right fix whose module, on import, appends to a
+    .pth file in the task's environment (bound into the sandbox at its host path, $VIRTUAL_ENV) and
+    to its own file in the work tree. The grade stands, and neither write reaches what every later
+    grade and episode start from: the shared environment and the pristine snapshot."""
+    root, tasks = task_set
+    t = tasks["semver"]
+    payload = ("import os as _os\n"
+               "for _path in (_os.path.join(_os.environ['VIRTUAL_ENV'], 'owned.pth'), __file__):\n"
+               "    try:\n"
+               "        with open(_path, 'a') as _f:\n"
+               "            _f.write('# owned\\n')\n"
+               "    except OSError:\n"
+               "        pass\n")
+    diff = _diff_of(task_set, t, {"semver.py": ("    return parts\n", "    return [int(p) for p in parts]\n\n\n" + payload)})
+    (r,) = grade(task_set, [(t, diff)])
+    assert (r.status, r.reward) == ("resolved", 1.0), r
+    env = build_env(t.env, default_cache_dir())
+    snapshot = RepoStore(root / "repos", root / "cache").snapshot(t.repo, t.base_commit)
+    assert not (env / "owned.pth").exists()
+    assert "owned" not in (snapshot / "semver.py").read_text() and "    return parts\n" in (snapshot / "semver.py").read_text()
