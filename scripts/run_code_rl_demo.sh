@@ -6,7 +6,9 @@
 #
 # Environment knobs (all optional): MODEL_PATH, TRAIN_FILES, VAL_FILES, SANDBOX_URL, DEVICE, N_GPUS,
 # NNODES, PROJECT, EXPERIMENT, OUTPUT_DIR, TRAIN_BATCH, MINI_BATCH, ROLLOUT_N, LR, MAX_PROMPT,
-# MAX_RESPONSE, MAX_TURNS, TEMPERATURE, EPOCHS, SAVE_FREQ, TEST_FREQ, SCORE_MODE, GPU_MEM_UTIL.
+# MAX_RESPONSE, MAX_TURNS, TEMPERATURE, EPOCHS, SAVE_FREQ, TEST_FREQ, SCORE_MODE, GPU_MEM_UTIL,
+# RECORD_DIR (per-sample records for `coderl view`, default OUTPUT_DIR/records, empty: off),
+# RECORD_EVERY (k: record every k-th prompt group only; default 1).
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 parse_common_args "$@"
@@ -43,7 +45,9 @@ grpo_overrides \
   reward.custom_reward_function.name=compute_score \
   "+reward.custom_reward_function.reward_kwargs.sandbox_url='$SANDBOX_URL'" \
   "+reward.custom_reward_function.reward_kwargs.score_mode=${SCORE_MODE:-binary}" \
-  "+reward.custom_reward_function.reward_kwargs.log_dir=$OUTPUT_DIR/reward_samples"
+  "+reward.custom_reward_function.reward_kwargs.log_dir=$OUTPUT_DIR/reward_samples" \
+  "+reward.custom_reward_function.reward_kwargs.record_dir='${RECORD_DIR-$OUTPUT_DIR/records}'" \
+  "+reward.custom_reward_function.reward_kwargs.record_every=${RECORD_EVERY:-1}"
 
 if [ "$DRY_RUN" = 1 ]; then
   exec "$PYTHON" "$CODERL_ROOT/scripts/verl_dryrun.py" rl "${STRICT[@]}" "${OVERRIDES[@]}"
