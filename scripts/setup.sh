@@ -17,7 +17,9 @@ while read -r pkg; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" && continue
   command -v "$pkg" >/dev/null 2>&1 && continue
   need_apt+=("$pkg")
-done < <(sed -e 's/#.*//' -e 's/=.*//' -e 's/[[:space:]]//g' -e '/^$/d' docker/sandbox-apt.txt)
+done < <(sed -e 's/#.*//' -e 's/=.*//' -e 's/[[:space:]]//g' -e '/^$/d' docker/sandbox-apt.txt
+         # dev: Debian's chromium, the browser the viewer's tests drive through Playwright (never a download)
+         case "$EXTRAS" in *dev*) echo chromium ;; esac)
 if [ "${#need_apt[@]}" -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
   echo "setup: installing system packages: ${need_apt[*]}"
