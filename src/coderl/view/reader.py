@@ -62,7 +62,7 @@ def _folders(run_dir: Path, name: str) -> list[Path]:
 
 
 def _read_folder(run: RunRecords, folder: Path, split: str) -> None:
-    for path in sorted(folder.iterdir()):
+    for path in sorted(folder.iterdir(), key=_file_order):
         if path.is_dir():
             if split == "train":
                 _read_folder(run, path, path.name)  # <split>/<step>.jsonl
@@ -72,6 +72,14 @@ def _read_folder(run: RunRecords, folder: Path, split: str) -> None:
             run.skip(path, "not a step file (<step>.jsonl or nostep.jsonl)")
         else:
             _read_file(run, path, split)
+
+
+def _file_order(path: Path) -> tuple[int, int, str]:
+    """Step files by step number (2 before 10), then nostep, then anything else by name."""
+    match = STEP_FILE.match(path.name)
+    if match and match.group(1) != "nostep":
+        return (0, int(match.group(1)), "")
+    return (1 if match else 2, 0, path.name)
 
 
 def _read_file(run: RunRecords, path: Path, split: str) -> None:
