@@ -19,7 +19,6 @@ import yaml
 from coderl.errors import BadRequest, ServiceUnavailable
 from coderl.eval import agent
 from coderl.eval.backends import OpenAIBackend, Sampling, VLLMBackend
-from tests.helpers.service import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 OK = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "done"}, "finish_reason": "stop"}]}
@@ -57,7 +56,7 @@ def scripted(replies: list) -> tuple[ThreadingHTTPServer, dict]:
             self.end_headers()
             self.wfile.write(data)
 
-    server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)  # the kernel's free port, bound at once
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server, state
 

@@ -15,7 +15,7 @@ import pytest
 from coderl.eval.passk import mean_pass_at_k, pass_at_k
 from coderl.eval.summary import summarise
 from tests.eval.fake_openai import make_server
-from tests.helpers.service import free_port, running_service
+from tests.helpers.service import refused_url, running_service
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -58,9 +58,8 @@ def service():
 
 @pytest.fixture()
 def model():
-    port = free_port()
-    server = make_server(port)
-    yield server, f"http://127.0.0.1:{port}/v1"
+    server = make_server(0)  # the kernel's free port, bound at once
+    yield server, f"http://127.0.0.1:{server.server_address[1]}/v1"
     server.shutdown()
 
 
@@ -106,7 +105,8 @@ def test_sandbox_errors_are_excluded_reported_then_judged_again(tmp_path, servic
     out = tmp_path / "down"
     common = ("eval", "lcb", "--problems", problems_dir(tmp_path), "--out", str(out), "--base-url", base_url,
               "--model", "fake", "--n", "2", "--limit", "1")
-    dead = coderl(*common, "--sandbox-url", f"http://127.0.0.1:{free_port()}")
+    with refused_url() as down:
+        dead = coderl(*common, "--sandbox-url", down)
     assert dead.returncode == 1 and "2 samples not scored (sandbox errors)" in dead.stderr
     summary = json.loads((out / "summary.json").read_text())
     assert summary["sandbox_errors_excluded"] == 2 and summary["overall"] == {"problems": 0, "pass@1": None, "pass@2": None}
@@ -175,9 +175,9 @@ def test_responses_file_sets_n_and_is_refused_when_it_cannot_fill_it(tmp_path):
 def test_unreachable_sandbox_url_is_named(tmp_path):
     responses = tmp_path / "r.jsonl"
     responses.write_text(json.dumps({"question_id": "p1", "response": "```python\nprint(3)\n```"}) + "\n")
-    url = f"http://127.0.0.1:{free_port()}"
-    done = coderl("eval", "lcb", "--problems", problems_dir(tmp_path), "--out", str(tmp_path / "o"), "--limit", "1",
-                  "--backend", "responses", "--responses", str(responses), "--sandbox-url", url)
+    with refused_url() as url:
+        done = coderl("eval", "lcb", "--problems", problems_dir(tmp_path), "--out", str(tmp_path / "o"), "--limit",
+                      "1", "--backend", "responses", "--responses", str(responses), "--sandbox-url", url)
     assert done.returncode == 1 and url in done.stderr and "not reachable" in done.stderr, done.stderr
 
 

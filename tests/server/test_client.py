@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import threading
 
 import pytest
 
 from coderl.client import SandboxClient
 from coderl.errors import BadRequest, ServiceUnavailable
-from tests.helpers.service import free_port
+from tests.helpers.service import refused_url
 
 TESTS = {"inputs": ["1 2\n"], "outputs": ["3\n"]}
 
@@ -37,12 +36,13 @@ def test_concurrent_single_submissions_share_requests(service_url, monkeypatch):
 
 
 def test_a_failed_batch_raises_in_every_caller(service_url):
-    async def down():
-        async with SandboxClient(f"http://127.0.0.1:{free_port()}", retries=1, backoff_s=0.01) as client:
+    async def down(dead: str):
+        async with SandboxClient(dead, retries=1, backoff_s=0.01) as client:
             return await asyncio.gather(*(client.judge_one({"code": "print(1)", "tests": TESTS}) for _ in range(5)),
                                         return_exceptions=True)
 
-    assert all(isinstance(r, ServiceUnavailable) for r in asyncio.run(down()))
+    with refused_url() as dead:
+        assert all(isinstance(r, ServiceUnavailable) for r in asyncio.run(down(dead)))
 
     async def bad():
         async with SandboxClient(service_url) as client:
@@ -73,24 +73,23 @@ def test_a_read_timeout_is_not_sent_again():
 
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
-    listener.listen(8)
-    accepted = []
-
-    def hold() -> None:  # accept, never answer
-        listener.settimeout(5)
-        with contextlib.suppress(OSError):
-            while True:
-                accepted.append(listener.accept()[0])
-
-    threading.Thread(target=hold, daemon=True).start()
+    listener.listen(8)  # never accepted while the client runs: every connection it makes waits in the backlog
 
     async def main():
         async with SandboxClient(f"http://127.0.0.1:{listener.getsockname()[1]}", timeout_s=0.5, retries=3) as c:
             return await asyncio.gather(c.judge([{"code": "print(1)", "tests": TESTS}]), return_exceptions=True)
 
     (error,) = asyncio.run(main())
+    # the client is done: the backlog now holds exactly the connections it made (closed ones too)
+    listener.setblocking(False)
+    connections = []
+    with contextlib.suppress(BlockingIOError):
+        while True:
+            connections.append(listener.accept()[0])
+    for conn in connections:
+        conn.close()
     listener.close()
-    assert isinstance(error, ServiceError) and "no answer" in str(error) and len(accepted) == 1
+    assert isinstance(error, ServiceError) and "no answer" in str(error) and len(connections) == 1, (error, connections)
 
 
 def test_serve_takes_ray_and_replicas_from_the_environment(monkeypatch):

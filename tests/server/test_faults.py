@@ -7,45 +7,17 @@ import asyncio
 import os
 import signal
 import time
-from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.helpers.service import running_service
+from tests.helpers.poll import wait_for, wait_for_async
+from tests.helpers.service import descendants, exited, metric, metric_async, running_service, service_pid
 
 SLEEPY = {"code": "import time\ntime.sleep(0.8)\nprint(1)", "tests": {"inputs": [""] * 5, "outputs": ["1"] * 5}}
 
 
-def _service_pid(url: str) -> int:
-    port = url.rsplit(":", 1)[1].encode()
-    for p in Path("/proc").iterdir():
-        try:
-            cmd = (p / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if p.name.isdigit() and b"serve" in cmd and port in cmd:
-            return int(p.name)
-    raise AssertionError("service process not found")
-
-
-def _runners_of(service_pid: int) -> list[int]:
-    out = []
-    for p in Path("/proc").iterdir():
-        if not p.name.isdigit():
-            continue
-        try:
-            if b"runner.py" not in (p / "cmdline").read_bytes():
-                continue
-            pid = int(p.name)
-            while pid > 1:  # an ancestor must be the service
-                pid = int((Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[1])
-                if pid == service_pid:
-                    out.append(int(p.name))
-                    break
-        except (OSError, ValueError):
-            continue
-    return out
+RUNNER = b"runner.py"
 
 
 @pytest.fixture(scope="module")
@@ -91,12 +63,12 @@ def test_request_deadline_is_504_with_retry_after(small_service):
 def test_hung_runner_is_replaced_and_the_work_retried(small_service):
     """A runner that stops answering (SIGSTOP) is given up after its run's wall limit plus a grace
     period, replaced, and the submission resumed on the fresh slot: never a verdict about the program."""
-    service = _service_pid(small_service)
+    service = service_pid(small_service)
     # a request that ran past its deadline (the test before) left its slot being replaced in the
     # background: this one waits for the replacement, so the runner stopped below is the live one
     assert httpx.post(small_service + "/v1/run", json={"language": "python", "code": "print(1)"},
                       timeout=60).json()["run"]["stdout"] == "1\n"
-    before = _runners_of(service)
+    before = descendants(service, RUNNER)
     assert before
     for pid in before:
         os.kill(pid, signal.SIGSTOP)
@@ -105,24 +77,47 @@ def test_hung_runner_is_replaced_and_the_work_retried(small_service):
     started = time.monotonic()
     result = httpx.post(small_service + "/v1/judge", json=body, timeout=120).json()["results"][0]
     assert result["verdict"] == "accepted" and time.monotonic() - started < 30  # 1 s wall + 10 s grace, then a retry
-    assert set(_runners_of(service)).isdisjoint(before)  # replaced, and the stopped one is gone
-    metrics = httpx.get(small_service + "/metrics").text
-    assert any(line.startswith("coderl_slot_restarts") and float(line.split()[-1]) >= 1 for line in metrics.splitlines())
+    # replaced, and the stopped one is gone: the old slot is torn down in the background
+    wait_for(lambda: (sorted(set(descendants(service, RUNNER)) & set(before)),
+                      metric(small_service, "coderl_slot_restarts")),
+             lambda seen: not seen[0] and seen[1] >= 1,
+             what="(stopped runners left in the service's tree, coderl_slot_restarts) to be ([], >= 1)")
 
 
 def test_sigterm_drains_in_flight_work_then_stops():
     with running_service(slots=1) as url:
-        service = _service_pid(url)
+        service = service_pid(url)
 
         async def main():
             async with httpx.AsyncClient(timeout=60) as c:
                 request = asyncio.ensure_future(c.post(url + "/v1/judge", json={"submissions": [SLEEPY]}))
-                await asyncio.sleep(1.0)  # the work is running
+                await wait_for_async(lambda: metric_async(c, url, "coderl_slots_busy"), lambda busy: busy == 1,
+                                     what="the work running on the one slot (coderl_slots_busy 1)")
                 os.kill(service, signal.SIGTERM)
                 return await request
 
         response = asyncio.run(main())
         assert response.status_code == 200 and response.json()["results"][0]["verdict"] == "accepted"
-        time.sleep(1.0)
+        wait_for(lambda: exited(service), what=f"the drained service (pid {service}) to exit after SIGTERM")
         with pytest.raises(httpx.ConnectError):
             httpx.get(url + "/healthz", timeout=5)
+
+
+def test_serve_refuses_an_fd_that_is_not_a_listening_socket(tmp_path):
+    """`coderl serve --fd` (how the tests' launcher hands over a port it already holds) names a
+    wrong descriptor in one line instead of failing later inside the event loop."""
+    import socket
+    import subprocess
+    import sys
+
+    def serve_on(fd: int) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "coderl.cli", "serve", "--isolation", "none", "--fd", str(fd)],
+                              pass_fds=(fd,), capture_output=True, text=True, timeout=120)
+
+    with open(tmp_path / "file", "w") as not_a_socket:
+        done = serve_on(not_a_socket.fileno())
+    assert done.returncode == 2 and "not an open socket" in done.stderr and done.stderr.count("\n") == 1, done.stderr
+    with socket.socket() as bound_only:
+        bound_only.bind(("127.0.0.1", 0))
+        done = serve_on(bound_only.fileno())
+    assert done.returncode == 2 and "not a listening TCP socket" in done.stderr, done.stderr

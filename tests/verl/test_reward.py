@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import coderl.reward.code_reward as code_reward
-from tests.helpers.service import free_port
+from tests.helpers.service import refused_url
 from tests.verl.conftest import compose
 
 pytestmark = pytest.mark.verl
@@ -78,8 +78,8 @@ def test_fraction_mode_and_format_penalty(tokenizer, sandbox_url):
 
 
 def test_sandbox_down_is_flagged_not_wrong(tokenizer):
-    dead = f"http://127.0.0.1:{free_port()}"
-    out = score(tokenizer, dead, [GOOD], sandbox_error_score=0.25)
+    with refused_url() as dead:
+        out = score(tokenizer, dead, [GOOD], sandbox_error_score=0.25)
     info = out[0]["reward_extra_info"]
     assert info["sandbox_error"] == 1 and info["verdict"] == "sandbox_error" and out[0]["reward_score"] == 0.25
 

@@ -84,14 +84,14 @@ def test_rl_dry_run_names_a_misspelled_reward_option():
 
 
 def test_training_refuses_without_accelerators_or_without_a_sandbox():
-    from tests.helpers.service import free_port
+    from tests.helpers.service import refused_url
 
     bare = {k: v for k, v in __import__("os").environ.items() if k not in ("DEVICE", "N_GPUS")}
     done = subprocess.run(["bash", str(ROOT / "scripts" / "run_toolcall_sft.sh")], capture_output=True, text=True,
                           timeout=300, env=bare)
     assert done.returncode == 1 and "no cuda devices visible" in done.stderr, done.stderr[-2000:]
-    down = script("run_code_rl_demo.sh", env={"DEVICE": "cuda", "N_GPUS": "1",
-                                              "SANDBOX_URL": f"http://127.0.0.1:{free_port()}"})
+    with refused_url() as dead:
+        down = script("run_code_rl_demo.sh", env={"DEVICE": "cuda", "N_GPUS": "1", "SANDBOX_URL": dead})
     assert down.returncode == 1 and "is not ready" in down.stderr, down.stderr[-2000:]
 
 

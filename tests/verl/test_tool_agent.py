@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.service import free_port
+from tests.helpers.service import refused_url
 from tests.verl.conftest import compose
 
 pytestmark = pytest.mark.verl
@@ -101,7 +101,8 @@ def test_tool_reports_limits_and_errors(tokenizer, tiny_model, sandbox_url, monk
     assert mle.startswith("status: memory limit exceeded")
     assert unknown.startswith("error:") and "cobol" in unknown and "python" in unknown  # the model's to fix
 
-    down = CodeInterpreterTool({"type": "native", "sandbox_url": f"http://127.0.0.1:{free_port()}", "retries": 0},
-                               OpenAIFunctionToolSchema.model_validate(CODE_INTERPRETER_SCHEMA))
-    response, reward, metrics = asyncio.run(down.execute("y", {"code": "print(1)"}))
+    with refused_url() as dead:
+        down = CodeInterpreterTool({"type": "native", "sandbox_url": dead, "retries": 0},
+                                   OpenAIFunctionToolSchema.model_validate(CODE_INTERPRETER_SCHEMA))
+        response, reward, metrics = asyncio.run(down.execute("y", {"code": "print(1)"}))
     assert response.text.startswith("status: sandbox unavailable") and metrics["sandbox_error"] == 1 and reward == 0.0

@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import argparse
 import os
+import socket
 
 from coderl.argtypes import positive_int
+from coderl.errors import BadRequest
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("serve", help="run the sandbox service (flags also from CODERL_* env vars)")
     p.add_argument("--host", help="bind address (CODERL_HOST, default 127.0.0.1)")
     p.add_argument("--port", type=int, help="port (CODERL_PORT, default 8080)")
+    p.add_argument("--fd", type=int, metavar="FD",
+                   help="serve on this inherited, already bound and listening TCP socket instead of binding "
+                        "--host/--port (a launcher that picked a free port keeps it from the moment it picked it)")
     p.add_argument("--slots", type=int, help="isolated slots (CODERL_SLOTS, default: CPU count)")
     p.add_argument("--isolation", choices=("bwrap", "none"),
                    help="bwrap (default) or none: NO security boundary, reported in every response")
@@ -54,7 +59,10 @@ def _serve(args: argparse.Namespace) -> int:
     if settings.isolation == "bwrap" and (problem := isolation_problem()):
         raise IsolationUnavailable(f"{problem}; refusing to start without isolation "
                                    "(see `coderl sandbox doctor`, or pass --isolation none explicitly)")
+    listener = None if args.fd is None else _inherited_listener(args.fd)
     if args.ray:
+        if listener is not None:
+            raise BadRequest("--fd serves one process on an inherited socket; Ray Serve binds its own proxy port")
         from coderl.server.ray_serve import deploy
 
         return deploy(settings, replicas=args.replicas)
@@ -65,9 +73,27 @@ def _serve(args: argparse.Namespace) -> int:
     from coderl.server.app import create_app
 
     logging.basicConfig(level=settings.log_level.upper(), format="%(message)s")
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level=settings.log_level,
-                access_log=False, timeout_graceful_shutdown=30)
+    app = create_app(settings)
+    options = {"log_level": settings.log_level, "access_log": False, "timeout_graceful_shutdown": 30}
+    if listener is None:
+        uvicorn.run(app, host=settings.host, port=settings.port, **options)
+    else:
+        uvicorn.Server(uvicorn.Config(app, **options)).run(sockets=[listener])
     return 0
+
+
+def _inherited_listener(fd: int) -> socket.socket:
+    """The socket behind ``fd``, checked to be a listening TCP socket (not a file or a pipe passed
+    by mistake, which would fail later with an asyncio traceback)."""
+    try:
+        sock = socket.socket(fileno=fd)
+    except OSError as exc:
+        raise BadRequest(f"--fd {fd}: not an open socket ({exc.strerror})") from None
+    if sock.type != socket.SOCK_STREAM or sock.family not in (socket.AF_INET, socket.AF_INET6) \
+            or not sock.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN):
+        raise BadRequest(f"--fd {fd}: not a listening TCP socket")
+    sock.set_inheritable(False)  # the sandbox's processes must not hold the service's port
+    return sock
 
 
 def _health(args: argparse.Namespace) -> int:

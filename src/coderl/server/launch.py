@@ -18,10 +18,15 @@ import httpx
 from coderl.errors import SandboxError
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def loopback_listener() -> socket.socket:
+    """A listening socket on a free loopback port, for a child to serve on (``coderl serve --fd``).
+    Picking a port and binding it later is a race: another process can take it in between, and a
+    readiness probe would then talk to that process. A port bound from the moment it is picked
+    cannot be taken."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(128)
+    return sock
 
 
 def wait_ready(url: str, timeout_s: float, alive: Callable[[], bool] = lambda: True) -> str | None:
@@ -48,15 +53,15 @@ def wait_ready(url: str, timeout_s: float, alive: Callable[[], bool] = lambda: T
 @contextlib.contextmanager
 def running_service(*, slots: int = 2, timeout_s: float = 120.0, **flags: object) -> Iterator[str]:
     """Yields the base URL once /readyz answers; flags become ``--name value`` options."""
-    port = free_port()
-    argv = [sys.executable, "-m", "coderl.cli", "serve", "--port", str(port), "--slots", str(slots)]
-    for name, value in flags.items():
-        argv += [f"--{name.replace('_', '-')}", str(value)]
-    log = tempfile.NamedTemporaryFile(prefix="coderl-serve-", suffix=".log", delete=False)  # noqa: SIM115
-    # A file, not a pipe: an unread pipe fills up and blocks the service's logging.
-    proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    url = f"http://127.0.0.1:{port}"
+    with loopback_listener() as listener:
+        argv = [sys.executable, "-m", "coderl.cli", "serve", "--fd", str(listener.fileno()), "--slots", str(slots)]
+        for name, value in flags.items():
+            argv += [f"--{name.replace('_', '-')}", str(value)]
+        log = tempfile.NamedTemporaryFile(prefix="coderl-serve-", suffix=".log", delete=False)  # noqa: SIM115
+        # A file, not a pipe: an unread pipe fills up and blocks the service's logging.
+        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                                pass_fds=(listener.fileno(),), env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}"
     try:
         if (why := wait_ready(url, timeout_s, alive=lambda: proc.poll() is None)) is not None:
             if proc.poll() is not None:
@@ -70,7 +75,7 @@ def running_service(*, slots: int = 2, timeout_s: float = 120.0, **flags: object
             proc.wait(30)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+            proc.wait(30)
         log.close()
         os.unlink(log.name)
 
