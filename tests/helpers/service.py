@@ -10,20 +10,10 @@ from pathlib import Path
 
 import httpx
 
-from coderl.server.launch import loopback_listener, running_service
+from coderl.server.launch import free_port, loopback_listener, running_service
 
-__all__ = ["descendants", "exited", "free_port", "loopback_listener", "metric", "metric_async", "refused_url", "running_service",
-           "service_pid"]
-
-
-def free_port() -> int:
-    """A loopback port free at the moment of asking, for a program under test that binds its port
-    itself from a setting (a script's CODERL_PORT) where no socket can be handed over. Another
-    process can take it before that program binds it: prefer ``loopback_listener`` (hand the
-    socket over) or ``refused_url`` (a port that must stay unanswered)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+__all__ = ["descendants", "exited", "free_port", "loopback_listener", "metric", "metric_async", "refused_url",
+           "running_service", "service_pid"]
 
 
 @contextlib.contextmanager

@@ -18,6 +18,15 @@ import httpx
 from coderl.errors import SandboxError
 
 
+def free_port() -> int:
+    """A loopback port free at the moment of asking, for a program that binds its port itself from
+    a setting where no socket can be handed over. Another process can take it before that program
+    binds it: where the program takes a socket, hand it ``loopback_listener()`` instead."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
 def loopback_listener() -> socket.socket:
     """A listening socket on a free loopback port, for a child to serve on (``coderl serve --fd``).
     Picking a port and binding it later is a race: another process can take it in between, and a
