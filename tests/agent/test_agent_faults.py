@@ -104,16 +104,17 @@ def test_a_harness_that_exits_at_once_is_an_outcome(tiny_model, tokenizer, swe_r
 
 def test_a_host_harness_that_floods_its_output_keeps_a_tail(tmp_path):
     """On the host nothing caps a harness's output, so only a tail is kept while the rest streams
-    past: 256 MiB printed, the episode's process peaks far below that (it used to hold it all)."""
+    past: 256 MiB printed, the episode's process peaks far below that (it used to hold it all).
+    The peak is this process's own (VmHWM): ru_maxrss would carry over the forking parent's."""
     script = f"""
-import asyncio, resource
+import asyncio, re
 from pathlib import Path
 from coderl.agent.harness import run_on_host
 flood = "head -c {256 << 20} /dev/zero | tr '\\\\0' x; echo; echo the-end"
 r = asyncio.run(run_on_host(flood, workdir=Path({str(tmp_path)!r}), task="t", gateway_url="http://127.0.0.1:9",
                             session_id="s", model="m", timeout_s=120))
 print(r.exit_code, r.timed_out, len(r.output_tail), repr(r.output_tail[-10:]))
-print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> 10)
+print(int(re.search(r"VmHWM:\\s+(\\d+)", open("/proc/self/status").read())[1]) >> 10)
 """
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]

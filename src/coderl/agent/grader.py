@@ -2,53 +2,61 @@
 by the task's FAIL_TO_PASS and PASS_TO_PASS tests.
 
 Steps (as the SWE-bench harness, on our sandbox instead of Docker):
-1. the snapshot of (repo, base commit) and the task's environment, made once and shared;
+1. the snapshot of (repo, base commit) and the task's environment, made once and shared; on the
+   host, from the pristine snapshot: the pytest configuration the run is pinned to
+   (``grading_run.locate_config``) and the base commit's blob ids (``grading_run.base_tree``);
 2. the diff read on the host (``patch.without_files``): the sections touching the task's test
    files, the test patch's files or any ``conftest.py`` are dropped (the files stay as the base
    commit has them; the dropped paths are reported as ``tests_touched``, reward-hack telemetry);
 3. a fresh session (nothing of the agent's episode is in it), the rest of the diff applied with
-   ``git apply`` (``patch -p1`` as the fallback, as SWE-bench has it), then the task's test patch;
-4. the test command over the tests' files, and one verdict per named test from its log
-   (pytest ``-rA`` lines; PASSED and XFAIL pass, a test the log does not name fails as
-   ``missing``). Reward 1 only when every FAIL_TO_PASS and PASS_TO_PASS test passed.
+   ``git apply`` (``patch -p1`` as the fallback, as SWE-bench has it), the dropped files and the
+   pinned configuration file checked out from the base commit, then the task's test patch;
+4. our launcher runs pytest (``coderl/agent/pytest_inside``: configuration pinned, clean
+   ``sys.path`` and environment, start-up hooks off, a supervisor outside the test process), and
+   the verdicts come from our reporter plugin's records (``verdicts.decide``), never from the log,
+   which stays in the result for people. Reward 1 only when every FAIL_TO_PASS and PASS_TO_PASS
+   test passed and the records are consistent.
 
 Outcomes are kept apart by who is at fault: ``resolved`` / ``unresolved`` (tests ran; reward 1/0),
-``apply_failed`` (the agent's diff does not apply or cannot be read; reward 0) and
-``sandbox_error`` (no repository, no environment, the sandbox failed, the task's own test patch
-does not apply; reward None: retry or drop the sample, never score it). The tests run in process
-with the agent's code, so a patch that monkeypatches the test runner from the module under test
-can still lie; the tests, their patch and conftest.py files are restored, which closes the
-direct routes (editing or skipping the tests).
+``tampered`` (the run's records are inconsistent in a way only a patch working against the grader
+makes them: a forged record, a report that disagrees with the call, a changed test module,
+conftest or plugin, a replaced pytest function, an exit status that disagrees with the failures;
+reward 0, ``findings`` say what), ``apply_failed`` (the agent's diff does not apply or cannot be
+read; reward 0) and ``sandbox_error`` (no repository, no environment or no pytest in it, the
+sandbox failed, the task's own test patch does not apply; reward None: retry or drop the sample,
+never score it). docs/agent.md lists the attacks and what answers each.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import re
 import shlex
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from coderl.agent.grading_run import INSIDE_DIR, base_tree, launch, locate_config, test_files
 from coderl.agent.patch import MalformedDiff, without_files
 from coderl.agent.repo_env import EnvBuildError, build_env
 from coderl.agent.repo_store import RepoStore, RepoUnavailable
 from coderl.agent.repo_task import InvalidTask, RepoTask
+from coderl.agent.verdicts import decide
 from coderl.cache import default_cache_dir
 from coderl.errors import SandboxError
 from coderl.sandbox.session import Session, SessionHost, SessionLimits
 
-GRADE_STATUSES = ("resolved", "unresolved", "apply_failed", "sandbox_error")
-PASSING = ("PASSED", "XFAIL")
-_LOG_LINE = re.compile(r"^(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) (.+?)\s*$", re.M)
-DEFAULT_GRADE_LIMITS = SessionLimits(episode_s=900.0, exec_s=600.0, memory_mb=4096, max_processes=512)
+GRADE_STATUSES = ("resolved", "unresolved", "tampered", "apply_failed", "sandbox_error")
+# 4 MiB of records per stream: the reporter's records of a few thousand tests fit
+DEFAULT_GRADE_LIMITS = SessionLimits(episode_s=900.0, exec_s=600.0, memory_mb=4096, max_processes=512,
+                                     output_kb=4096)
 
 
 @dataclass(frozen=True)
 class GradeResult:
     """One graded diff. ``fail_to_pass`` / ``pass_to_pass``: test id -> pytest status (``PASSED``,
-    ``FAILED``, ``ERROR``, ``SKIPPED``, ``XFAIL``, ``XPASS``) or ``missing``."""
+    ``FAILED``, ``ERROR``, ``SKIPPED``, ``XFAIL``, ``XPASS``) or ``missing``; ``findings``: why a
+    run is ``tampered``."""
 
     instance_id: str
     status: str
@@ -56,6 +64,7 @@ class GradeResult:
     fail_to_pass: dict[str, str] = field(default_factory=dict)
     pass_to_pass: dict[str, str] = field(default_factory=dict)
     tests_touched: list[str] = field(default_factory=list)
+    findings: list[str] = field(default_factory=list)
     message: str = ""
     log_tail: str = ""
     wall_s: float = 0.0
@@ -68,20 +77,10 @@ class GradeResult:
         return {**self.__dict__, "resolved": self.resolved}
 
 
-def parse_pytest_log(log: str) -> dict[str, str]:
-    """test id -> status from pytest's ``-rA`` summary (a FAILED line's `` - reason`` dropped)."""
-    out: dict[str, str] = {}
-    for status, rest in _LOG_LINE.findall(log):
-        out.setdefault(rest, status)
-        out.setdefault(rest.split(" - ", 1)[0], status)
-    return out
-
-
 def test_command(task: RepoTask) -> str:
-    """The task's command, followed by the files of its ``file::name`` tests (SWE-bench runs test
-    files, then reads each test's line in the log)."""
-    files = dict.fromkeys(t.split("::", 1)[0] for t in task.tests if "::" in t)
-    return " ".join([task.test_cmd, *(shlex.quote(f) for f in files)])
+    """The task's command as a person runs it, followed by the files of its ``file::name`` tests
+    (the grader itself runs them through its launcher)."""
+    return " ".join([task.test_cmd, *(shlex.quote(f) for f in test_files(task))])
 
 
 class RepoGrader:
@@ -119,27 +118,32 @@ class RepoGrader:
             return outcome("apply_failed", f"unreadable diff: {exc}")
         try:
             snapshot, env = await self.prepare(task)
-        except (RepoUnavailable, EnvBuildError) as exc:
+            rootdir, inifile = await asyncio.to_thread(locate_config, env, snapshot, tuple(test_files(task)))
+            base = await asyncio.to_thread(base_tree, snapshot)
+            command, spec = launch(task, env, rootdir, inifile)
+        except (RepoUnavailable, EnvBuildError, InvalidTask) as exc:
             return outcome("sandbox_error", str(exc), tests_touched=touched)
         async with self._gate:
             try:
-                session = await self.host.open(snapshot, env_dir=env, limits=self.limits)
+                session = await self.host.open(snapshot, env_dir=env, limits=self.limits, ro_binds=[str(INSIDE_DIR)])
             except SandboxError as exc:
                 return outcome("sandbox_error", str(exc), tests_touched=touched)
             try:
-                return await self._run(task, session, kept, touched, outcome)
+                restore = sorted({*touched, *([inifile] if inifile else [])})
+                return await self._run(task, session, kept, touched, restore, (command, spec, base), outcome)
             except SandboxError as exc:
                 return outcome("sandbox_error", str(exc), tests_touched=touched)
             finally:
                 await session.close()
 
-    async def _run(self, task: RepoTask, session: Session, kept: str, touched: list[str], outcome) -> GradeResult:  # type: ignore[no-untyped-def]
+    async def _run(self, task: RepoTask, session: Session, kept: str, touched: list[str], restore: list[str],  # type: ignore[no-untyped-def]
+                   launcher: tuple[str, dict, dict[str, str]], outcome) -> GradeResult:
         if kept.strip():
             error = await _apply(session, kept, "/tmp/agent.patch")
             if error:
                 return outcome("apply_failed", f"the diff does not apply: {error}", tests_touched=touched)
-        if touched:  # whatever route the diff took to them, the protected files are the base commit's again
-            paths = " ".join(shlex.quote(p) for p in touched)
+        if restore:  # whatever route the diff took to them, these files are the base commit's again
+            paths = " ".join(shlex.quote(p) for p in restore)
             await session.exec(f'for f in {paths}; do git checkout -q HEAD -- "$f" 2>/dev/null || rm -rf -- "$f"; done',
                                timeout_s=60)
         if task.test_patch.strip():
@@ -147,15 +151,12 @@ class RepoGrader:
             if error:
                 return outcome("sandbox_error", f"the task's test patch does not apply: {error}",
                                tests_touched=touched)
-        run = await session.exec(test_command(task), timeout_s=self.limits.exec_s)
-        log = run.stdout + run.stderr
-        seen = parse_pytest_log(log)
-        f2p = {t: seen.get(t, "missing") for t in task.fail_to_pass}
-        p2p = {t: seen.get(t, "missing") for t in task.pass_to_pass}
-        resolved = all(s in PASSING for s in (*f2p.values(), *p2p.values()))
-        why = "tests timed out" if run.timed_out else ("out of memory" if run.oom_killed else "")
-        return outcome("resolved" if resolved else "unresolved", why, fail_to_pass=f2p, pass_to_pass=p2p,
-                       tests_touched=touched, log_tail=log[-4000:])
+        command, spec, base = launcher
+        run = await session.exec(command, timeout_s=self.limits.exec_s, stdin=json.dumps(spec).encode())
+        verdict = decide(run, spec["nonce"], task.fail_to_pass, task.pass_to_pass, base)
+        return outcome(verdict.status, verdict.message, fail_to_pass=verdict.fail_to_pass,
+                       pass_to_pass=verdict.pass_to_pass, findings=verdict.findings, tests_touched=touched,
+                       log_tail=run.stderr[-4000:])
 
 
 async def _apply(session: Session, diff: str, path: str) -> str:

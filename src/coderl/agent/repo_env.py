@@ -58,7 +58,7 @@ def build_env(spec: EnvSpec, cache_dir: Path, *, find_links: Path | None = None)
                 _run([sys.executable, "-m", "pip", "--python", str(dest / "bin" / "python"), "install", "-q",
                       "--disable-pip-version-check", "--no-input", *index, *spec.requirements],
                      f"install {' '.join(spec.requirements)}")
-            site = _site_packages(dest)
+            site = site_packages(dest)
             (site / "coderl_repo.pth").write_text(
                 "".join(os.path.normpath(os.path.join(REPO, p)) + "\n" for p in spec.pythonpath))
             (dest / _READY).write_text(json.dumps(spec.to_dict()))
@@ -68,7 +68,7 @@ def build_env(spec: EnvSpec, cache_dir: Path, *, find_links: Path | None = None)
     return dest
 
 
-def _site_packages(venv: Path) -> Path:
+def site_packages(venv: Path) -> Path:
     found = sorted(venv.glob("lib/python3*/site-packages"))
     if not found:
         raise EnvBuildError(f"{venv} has no site-packages directory")

@@ -8,9 +8,9 @@ Repositories come from a local directory (no network at training time), in eithe
 
 A snapshot is a fresh repository holding the base commit and its history only, checked out: the
 commits after it (the upstream fix, in a SWE-bench mirror) are not in it, so an agent cannot find
-the answer with ``git log --all``. It is built beside its final place and renamed into it, so a
-snapshot that exists is complete, and every episode and grading run mounts it read-only under its
-own overlay.
+the answer with ``git log --all`` (nor in a reflog, ``FETCH_HEAD`` or a dangling object). It is
+built beside its final place and renamed into it, so a snapshot that exists is complete, and every
+episode and grading run mounts it read-only under its own overlay.
 """
 
 from __future__ import annotations
@@ -90,6 +90,7 @@ class RepoStore:
                 raise RepoUnavailable(f"commit {commit} is not in the mirror of {repo}") from exc
             git("reset", "-q", "--hard", commit, cwd=tmp)
             git("update-index", "-q", "--refresh", cwd=tmp)
+            _scrub(tmp / ".git")
             return tmp
 
         return build_once(dest, build)
@@ -108,6 +109,15 @@ class RepoStore:
             return root
 
         return build_once(dest, build)
+
+
+def _scrub(git_dir: Path) -> None:
+    """What the fetch and the checkout leave that points elsewhere: ``FETCH_HEAD`` (it names the
+    mirror), ``ORIG_HEAD`` and the reflog. The fetch by sha brings the base commit's history only
+    (no tags, no other refs, nothing dangling); tests/agent/test_grader_redteam.py checks each."""
+    for name in ("FETCH_HEAD", "ORIG_HEAD"):
+        (git_dir / name).unlink(missing_ok=True)
+    shutil.rmtree(git_dir / "logs", ignore_errors=True)
 
 
 def build_once(dest: Path, build: Callable[[Path], Path]) -> Path:

@@ -1,0 +1,97 @@
+"""What the grader runs in its sandbox: the launcher (``coderl/agent/pytest_inside``) and its spec,
+made on the host from the task, its environment and the pristine snapshot, before the agent's
+diff is anywhere.
+
+- the pytest arguments: the task's ``test_cmd`` less its ``python -m pytest``, then ours:
+  ``-p no:cacheprovider``, the configuration file pinned with ``-c`` and ``--rootdir`` to the ones
+  the task environment's own pytest picks on the pristine snapshot (``locate_config``: a
+  configuration file the diff adds next to the tests is never read; the grader restores the
+  pinned one from the base commit, where its relative ``pythonpath`` entries still resolve), the
+  test files last;
+- the wanted test ids (FAIL_TO_PASS, PASS_TO_PASS), the protected files (hashed by the
+  supervisor before the run), a clean environment with plugin autoload off;
+- a fresh nonce per run, sent on the launcher's stdin (never in its environment or argv).
+
+``base_tree`` is the base commit's path -> blob id listing that ``verdicts`` compares files with.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shlex
+import subprocess
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+from coderl.agent.repo_env import EnvBuildError, site_packages
+from coderl.agent.repo_store import git
+from coderl.agent.repo_task import InvalidTask, RepoTask
+from coderl.sandbox.session import REPO
+
+INSIDE_DIR = Path(str(resources.files("coderl.agent") / "pytest_inside"))
+LAUNCHER = INSIDE_DIR / "launcher.py"
+_RUNNERS = (("python", "-m", "pytest"), ("python3", "-m", "pytest"), ("pytest",), ("py.test",))
+_LOCATE_TIMEOUT_S = 120
+
+
+def pytest_args(test_cmd: str) -> list[str]:
+    """The options of a task's pytest command (what follows ``python -m pytest``)."""
+    words = shlex.split(test_cmd)
+    for runner in _RUNNERS:
+        if tuple(words[:len(runner)]) == runner:
+            return words[len(runner):]
+    raise InvalidTask(f"test_cmd must run pytest (python -m pytest ...), got {test_cmd[:80]!r}")
+
+
+def test_files(task: RepoTask) -> list[str]:
+    """The files of the task's ``file::name`` tests, in order (the paths pytest is given)."""
+    return list(dict.fromkeys(t.split("::", 1)[0] for t in task.tests if "::" in t))
+
+
+@lru_cache(maxsize=256)
+def locate_config(env: Path, snapshot: Path, files: tuple[str, ...]) -> tuple[str, str | None]:
+    """(rootdir, configuration file or None), relative to the repository, that the environment's
+    pytest picks for ``files`` on the pristine snapshot (only files are read there)."""
+    argv = [str(env / "bin" / "python"), "-I", "-S", str(LAUNCHER), "locate", str(snapshot),
+            str(site_packages(env)), *files]
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=_LOCATE_TIMEOUT_S,
+                              env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
+        found = json.loads(proc.stdout)
+    except (OSError, subprocess.TimeoutExpired, json.JSONDecodeError) as exc:
+        tail = locals().get("proc")
+        why = tail.stderr.strip()[-300:] if tail is not None else str(exc)
+        raise EnvBuildError(f"cannot find the task's pytest configuration: {why}") from exc
+
+    def inside(path: str | None) -> str | None:
+        rel = None if path is None else os.path.relpath(path, snapshot)
+        return None if rel is None or rel.startswith("..") else rel
+
+    return inside(found["rootdir"]) or ".", inside(found["inifile"])
+
+
+@lru_cache(maxsize=64)
+def base_tree(snapshot: Path) -> dict[str, str]:
+    """path -> git blob id of every file in the snapshot's base commit."""
+    out = {}
+    for entry in git("ls-tree", "-r", "-z", "HEAD", cwd=snapshot).split("\0"):
+        meta, _, path = entry.partition("\t")
+        if path and meta.split(" ")[1] == "blob":
+            out[path] = meta.split(" ")[2]
+    return out
+
+
+def launch(task: RepoTask, env: Path, rootdir: str, inifile: str | None) -> tuple[str, dict]:
+    """The launcher's command line and its spec (with a fresh nonce)."""
+    root = os.path.normpath(os.path.join(REPO, rootdir))
+    pinned = ["-c", f"{REPO}/{inifile}"] if inifile else ["-c", "/dev/null", "--confcutdir", root]
+    args = [*pytest_args(task.test_cmd), "-p", "no:cacheprovider", *pinned, "--rootdir", root, *test_files(task)]
+    environ = {"PATH": f"{env}/bin:/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8",
+               "TMPDIR": "/tmp", "VIRTUAL_ENV": str(env), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    spec = {"nonce": secrets.token_hex(32), "args": args, "wanted": list(task.tests),
+            "protected": sorted(task.protected_files), "site_packages": str(site_packages(env)), "env": environ}
+    command = f"exec {shlex.quote(str(env / 'bin' / 'python'))} -I -S {shlex.quote(str(LAUNCHER))}"
+    return command, spec

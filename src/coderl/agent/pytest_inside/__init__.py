@@ -1,0 +1,6 @@
+"""The grading run's own code inside the sandbox: ``launcher.py`` (starts pytest with its
+configuration pinned, under a supervisor the tests cannot write into) and ``reporter.py`` (the
+pytest plugin whose records are the verdicts). Stdlib and pytest only: they run under the task's
+environment, bound read-only into the grading sandbox at their host path, outside the work tree.
+The host side is ``coderl.agent.grading_run`` (the spec) and ``coderl.agent.verdicts`` (reading the
+records back)."""

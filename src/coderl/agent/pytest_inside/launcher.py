@@ -1,0 +1,273 @@
+"""The grading run's launcher: pytest with its configuration pinned, watched by a supervisor that the
+code under test cannot write into (stdlib only until pytest is imported from the environment).
+
+Run as ``<env>/bin/python -I -S launcher.py`` with a JSON spec on stdin (``coderl.agent.grading_run``):
+``-I`` ignores every ``PYTHON*`` variable and keeps the script's and the current directory off
+``sys.path``; ``-S`` skips ``site``, so no ``sitecustomize`` / ``usercustomize`` is looked up and no
+``.pth`` but the environment's own is read (we add the environment's site-packages ourselves).
+
+The process forks before any code of the repository can run:
+
+- the parent is the supervisor. It makes itself non-dumpable (a process of the same uid cannot
+  reach its memory or descriptors through ``/proc``), hashes the protected test files as they are
+  before the run, relays the child's records (``R`` lines) and log (to stderr, for people) and
+  ends with the child's real exit status (``X``). Only it holds the command's stdout, so a line it
+  did not write cannot appear there unprefixed.
+- the child runs pytest. Its stdout and stderr are the log pipe; the records pipe sits at a random
+  descriptor number, not inheritable; every record carries an HMAC keyed by the spec's nonce (read
+  from stdin, never in the environment or argv), so a record written by anything but the reporter
+  is detectable. ``sys.path`` is the standard library, then the environment's site-packages, and
+  only once pytest, pluggy and the reporter are imported (and checked to come from there) the
+  work-tree entries of the environment's ``.pth``. ``os.environ`` is replaced whole (no
+  ``PYTEST_ADDOPTS`` / ``PYTEST_PLUGINS``; plugin autoload off: the environment's own pytest11
+  plugins are named with ``-p``), byte code is cached under a fresh ``sys.pycache_prefix`` (no
+  ``.pyc`` from the work tree is used).
+
+``locate ROOT FILE...`` (on the host, over the pristine snapshot): pytest's own answer to "which
+configuration file and rootdir would this run use", as JSON.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import importlib.util
+import itertools
+import json
+import os
+import secrets
+import select
+import sys
+import tempfile
+import time
+
+REPO = "/repo"
+RUNNER_NAMES = frozenset({"pytest", "_pytest", "pluggy", "py", "iniconfig", "packaging", "pygments",
+                          "sitecustomize", "usercustomize"})
+WATCHED_PREFIXES = ("pytest", "_pytest", "pluggy", "coderl_grading_reporter")
+DRAIN_AFTER_EXIT_S = 0.2
+EXIT_NO_RUNNER = 71  # the environment has no usable pytest: the task's fault, never the agent's
+
+
+def blob_sha(path: str) -> str:
+    """git's blob id of a file's bytes (what ``git ls-tree`` lists), so the host can compare."""
+    with open(path, "rb") as fh:
+        data = fh.read()
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def write_all(fd: int, data: bytes) -> None:
+    while data:
+        data = data[os.write(fd, data):]
+
+
+def main() -> None:
+    if sys.argv[1:2] == ["locate"]:
+        locate(sys.argv[2], sys.argv[3], sys.argv[4:])
+        return
+    spec = json.loads(sys.stdin.buffer.read())
+    devnull = os.open("/dev/null", os.O_RDWR)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    protected = {}
+    for rel in spec["protected"]:
+        try:
+            protected[rel] = blob_sha(os.path.join(REPO, rel))
+        except OSError:
+            protected[rel] = None
+    rec_r, rec_w = os.pipe()
+    log_r, log_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(rec_r)
+        os.close(log_r)
+        run_child(spec, rec_w, log_w)
+    os.close(rec_w)
+    os.close(log_w)
+    spec.clear()  # the nonce: the supervisor needs none of it
+    supervise(pid, rec_r, log_r, protected)
+
+
+def supervise(pid: int, rec_r: int, log_r: int, protected: dict) -> None:
+    import ctypes
+
+    ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0
+    write_all(1, b"E " + json.dumps({"protected": protected}).encode() + b"\n")
+    pending = b""
+    open_fds = [rec_r, log_r]
+    status = None
+    drain_until = None
+    while open_fds:
+        if status is None:
+            done, st = os.waitpid(pid, os.WNOHANG)
+            if done:
+                status, drain_until = st, time.monotonic() + DRAIN_AFTER_EXIT_S
+        if drain_until is not None and time.monotonic() >= drain_until:
+            break  # something the child started still holds a pipe: what it writes now is not the run's
+        ready, _, _ = select.select(open_fds, [], [], 0.05)
+        for fd in ready:
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                open_fds.remove(fd)
+            elif fd == log_r:
+                write_all(2, chunk)
+            else:
+                pending += chunk
+                *lines, pending = pending.split(b"\n")
+                write_all(1, b"".join(b"R " + line + b"\n" for line in lines))
+    if pending:
+        write_all(1, b"R " + pending + b"\n")
+    if status is None:
+        status = os.waitpid(pid, 0)[1]
+    code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
+    sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
+    write_all(1, b"X " + json.dumps({"exit_code": code, "signal": sig}).encode() + b"\n")
+
+
+def run_child(spec: dict, rec_w: int, log_w: int) -> None:
+    """pytest under the pinned configuration; never returns."""
+    try:
+        os.dup2(log_w, 1)
+        os.dup2(log_w, 2)
+        fd = 100 + secrets.randbelow(900)
+        os.dup2(rec_w, fd, inheritable=False)
+        os.closerange(3, fd)
+        os.closerange(fd + 1, 1 << 16)
+        key = spec.pop("nonce").encode()
+        os.environ.clear()
+        os.environ.update(spec["env"])
+        sys.pycache_prefix = tempfile.mkdtemp(prefix="pycache-", dir="/tmp")
+        repo_paths = _site(spec["site_packages"])
+        send = _sender(fd, key)
+        del key
+        try:
+            import pluggy
+            import pytest
+        except ImportError as exc:
+            sys.stderr.write(f"launcher: the task's environment has no pytest: {exc}\n")
+            os._exit(EXIT_NO_RUNNER)
+        reporter = _load_reporter()
+        plugins = _env_plugins(spec["site_packages"])
+        _import_builtin_plugins()
+        trusted = (sys.base_prefix, sys.prefix, spec["site_packages"], os.path.dirname(os.path.abspath(__file__)))
+        runner_files = {m.__name__: m.__file__ for m in (pytest, pluggy, sys.modules["_pytest"])}
+        foreign = {name: f for name, f in runner_files.items() if not reporter.under(f, trusted[:3])}
+        if foreign:
+            sys.stderr.write(f"launcher: the test runner does not come from the environment: {foreign}\n")
+            os._exit(EXIT_NO_RUNNER)
+        send("start", pytest=pytest.__version__, runner=runner_files, shadows=_shadows(repo_paths, blob_sha))
+        sys.path.extend(repo_paths)
+        os.chdir(REPO)
+        plugin = reporter.Reporter(send, wanted=frozenset(spec["wanted"]), repo=REPO, trusted=trusted,
+                                   blob=blob_sha, watched=_watched_modules(), runner_names=RUNNER_NAMES)
+        ret = pytest.main([*spec["args"], *(a for p in plugins for a in ("-p", p))], plugins=[plugin])
+        plugin.finish_run(int(ret))
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(int(ret))
+    except BaseException as exc:  # noqa: BLE001 - report and die, never fall back into the supervisor's code
+        os.write(2, f"launcher: {type(exc).__name__}: {exc}\n".encode())
+        os._exit(70)
+
+
+def _site(site_packages: str) -> list[str]:
+    """The environment's site-packages on sys.path (its ``.pth`` files read); the work-tree
+    entries they add are taken off and returned, to be put back once the runner is imported."""
+    import site
+
+    before = set(sys.path)
+    site.addsitedir(site_packages)
+    repo = [p for p in sys.path if p not in before and (p == REPO or p.startswith(REPO + "/"))]
+    sys.path[:] = [p for p in sys.path if p not in repo]
+    return repo
+
+
+def _sender(fd: int, key: bytes):  # type: ignore[no-untyped-def]
+    """``send(kind, **fields)``: one record, ``<hmac> <json>``, written whole to the records pipe."""
+    seq = itertools.count()
+    dumps, new, sha256, write = json.dumps, hmac.new, hashlib.sha256, os.write
+
+    def send(kind: str, **fields: object) -> None:
+        text = dumps({"seq": next(seq), "kind": kind, **fields}, sort_keys=True, ensure_ascii=True).encode()
+        line = new(key, text, sha256).hexdigest().encode() + b" " + text + b"\n"
+        while line:
+            line = line[write(fd, line):]
+
+    return send
+
+
+def _load_reporter():  # type: ignore[no-untyped-def]
+    here = os.path.dirname(os.path.abspath(__file__))
+    spec = importlib.util.spec_from_file_location("coderl_grading_reporter", os.path.join(here, "reporter.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _import_builtin_plugins() -> None:
+    """pytest's own plugin modules, imported now (from the environment) rather than while the
+    work tree is on sys.path, so they are part of what the reporter watches."""
+    from _pytest.config import default_plugins, essential_plugins
+
+    for name in (*essential_plugins, *default_plugins):
+        try:
+            importlib.import_module(f"_pytest.{name}")
+        except ImportError:
+            continue
+
+
+def _env_plugins(site_packages: str) -> list[str]:
+    """The ``pytest11`` entry points the task's environment installs (autoload is off: a
+    ``.dist-info`` in the work tree must not add a plugin), as ``-p`` module names."""
+    from importlib.metadata import distributions
+
+    names = []
+    for dist in distributions(path=[site_packages]):
+        for ep in dist.entry_points:
+            if ep.group == "pytest11":
+                names.append(ep.value.split(":", 1)[0].strip())
+    return sorted(set(names))
+
+
+def _shadows(repo_paths: list[str], blob) -> list[dict]:  # type: ignore[no-untyped-def]
+    """Files in the work-tree entries of sys.path named like the runner's modules or a start-up
+    hook, or any ``.pth`` (inert here, but the host asks whether the base commit has them)."""
+    found = []
+    for entry in repo_paths:
+        try:
+            names = os.listdir(entry)
+        except OSError:
+            continue
+        for name in names:
+            stem = name[:-3] if name.endswith(".py") else name
+            if stem in RUNNER_NAMES or name.endswith(".pth"):
+                path = os.path.join(entry, name)
+                is_file = os.path.isfile(path)
+                found.append({"path": os.path.relpath(path, REPO), "blob": blob(path) if is_file else None})
+    return found
+
+
+def _watched_modules() -> dict:
+    return {name: mod for name, mod in sys.modules.items() if name.split(".")[0] in WATCHED_PREFIXES}
+
+
+def locate(root: str, site_packages: str, files: list[str]) -> None:
+    import inspect
+    import pathlib
+    import site
+
+    site.addsitedir(site_packages)
+    from _pytest.config.findpaths import determine_setup
+
+    os.chdir(root)  # pytest before 8.1 takes the invocation directory from the cwd
+    kw = {"inifile": None, "args": [os.path.join(root, f) for f in files], "rootdir_cmd_arg": None,
+          "override_ini": None, "invocation_dir": pathlib.Path(root)}
+    params = inspect.signature(determine_setup).parameters
+    rootdir, inipath = determine_setup(**{k: v for k, v in kw.items() if k in params})[:2]
+    json.dump({"rootdir": str(rootdir), "inifile": None if inipath is None else str(inipath)}, sys.stdout)
+
+
+if __name__ == "__main__":
+    main()

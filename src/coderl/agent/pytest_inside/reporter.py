@@ -1,0 +1,223 @@
+"""The grading run's pytest plugin: the per-test records the verdicts are made of.
+
+Loaded by ``launcher.py`` from its read-only path (never by name from ``sys.path``) and handed to
+``pytest.main(plugins=[...])``, so it is registered before any conftest or test module is imported.
+It writes records through the ``send`` the launcher gives it (an HMAC-keyed line on a pipe to the
+supervisor); the host (``coderl.agent.verdicts``) reads them and cross-checks them. What it records:
+
+- ``item``: each wanted test (FAIL_TO_PASS / PASS_TO_PASS) collected, and whether it carried an
+  ``xfail`` marker at collection (from the test file, which is the base commit's);
+- ``call``: what the test function's call raised, seen by our own wrapper around
+  ``pytest_runtest_call`` (not from pytest's report, which code under test can rewrite);
+- ``report``: each phase's report of a wanted test; ``failure``: the failures of other tests;
+  ``collect_error``;
+- ``module`` / ``plugin``: the bytes (git blob id) of every test module pytest imports and of
+  every plugin or conftest registered from outside the environment, for the host to compare
+  with the base commit;
+- ``finish``: pytest's exit status, the failures and set-ups counted here, the number collected,
+  modules of the standard library or the runner that were imported from the work tree, and which
+  functions of pytest, pluggy or this plugin, or which hook implementations, were replaced during
+  the run (compared with what they were before any code of the repository ran).
+
+The code under test runs in this process and could, with enough effort, forge all of this; the
+records make each known route visible instead (see docs/agent.md, the attack table).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+MAX_OTHER_FAILURES = 50
+
+
+def under(path: str, prefixes: tuple[str, ...]) -> bool:
+    """``path`` (symlinks resolved) is one of ``prefixes`` or inside one."""
+    real = os.path.realpath(path)
+    for prefix in prefixes:
+        top = os.path.realpath(prefix)
+        if real == top or real.startswith(top.rstrip("/") + "/"):
+            return True
+    return False
+
+
+class Reporter:
+    def __init__(self, send, *, wanted: frozenset, repo: str, trusted: tuple, blob, watched: dict,  # type: ignore[no-untyped-def]
+                 runner_names: frozenset) -> None:
+        self._send, self._wanted, self._repo, self._trusted, self._blob = send, wanted, repo, trusted, blob
+        self._watched, self._runner_names = watched, runner_names
+        self._functions = _functions(watched)  # before any code of the repository has run
+        self._hooks: dict = {}
+        self._ids: dict[str, str] = {}
+        self._failures = self._setups = 0
+        self._pm = None
+
+    # ------------------------------------------------------------------ what runs
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_plugin_registered(self, plugin, manager) -> None:  # type: ignore[no-untyped-def]
+        self._pm = manager
+        source = _source(plugin)
+        if source is not None and under(source, self._trusted):
+            return
+        self._send("plugin", **self._file(source))
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collectstart(self, collector) -> None:  # type: ignore[no-untyped-def]
+        if isinstance(collector, pytest.Module):
+            self._send("module", **self._file(str(getattr(collector, "path", None) or collector.fspath)))
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collectreport(self, report) -> None:  # type: ignore[no-untyped-def]
+        if report.failed:
+            self._failures += 1
+            self._send("collect_error", id=report.nodeid)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_finish(self, session) -> None:  # type: ignore[no-untyped-def]
+        for item in session.items:
+            wanted = self._wanted_id(item)
+            if wanted is not None:
+                self._ids[item.nodeid] = wanted
+                self._send("item", id=wanted, xfail=any(True for _ in item.iter_markers("xfail")))
+        self._send("collected", n=len(session.items))
+        self._hooks = _hook_impls(session.config.pluginmanager)
+
+    # ------------------------------------------------------------------ outcomes
+    @pytest.hookimpl(hookwrapper=True, tryfirst=True)
+    def pytest_runtest_call(self, item):  # type: ignore[no-untyped-def]
+        outcome = yield
+        wanted = self._ids.get(item.nodeid)
+        if wanted is not None:
+            exc = outcome.excinfo
+            self._send("call", id=wanted, raised=None if exc is None else _kind(exc[1]))
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logreport(self, report) -> None:  # type: ignore[no-untyped-def]
+        failed = report.failed and not hasattr(report, "wasxfail")
+        self._failures += failed
+        self._setups += report.when == "setup"
+        wanted = self._ids.get(report.nodeid)
+        if wanted is not None:
+            self._send("report", id=wanted, when=report.when, outcome=report.outcome,
+                       xfail=hasattr(report, "wasxfail"))
+        elif failed and self._failures <= MAX_OTHER_FAILURES:
+            self._send("failure", id=report.nodeid, when=report.when)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session, exitstatus) -> None:  # type: ignore[no-untyped-def]
+        self._send("finish", exitstatus=int(exitstatus), failures=self._failures, setups=self._setups,
+                   collected=session.testscollected, shadowed=self._shadowed(), replaced=self._hooks_replaced())
+
+    def finish_run(self, ret: int) -> None:
+        """Called by the launcher once ``pytest.main`` returned: every fixture is torn down and
+        pytest has undone its own monkeypatches (``legacypath`` patches ``Config`` while it runs)."""
+        self._send("exit", ret=ret, replaced=self._functions_replaced())
+
+    # ------------------------------------------------------------------ helpers
+    def _wanted_id(self, item) -> str | None:  # type: ignore[no-untyped-def]
+        """The test's id as the task names it: the node id, or (when pytest's rootdir is not the
+        repository's root) the path from the root joined to the rest of the node id."""
+        nodeid = item.nodeid
+        if nodeid in self._wanted:
+            return nodeid
+        path = str(getattr(item, "path", None) or item.fspath)
+        rest = nodeid[nodeid.index("::"):] if "::" in nodeid else ""
+        alt = os.path.relpath(path, self._repo) + rest
+        return alt if alt in self._wanted else None
+
+    def _file(self, path: str | None) -> dict:
+        if path is None:
+            return {"path": None, "blob": None}
+        real = os.path.realpath(path)
+        try:
+            blob = self._blob(real)
+        except OSError:
+            blob = None
+        where = os.path.relpath(real, self._repo) if under(real, (self._repo,)) else real
+        return {"path": where, "blob": blob, "in_repo": under(real, (self._repo,))}
+
+    def _shadowed(self) -> list[dict]:
+        """Modules of the standard library or the runner that were imported from the work tree."""
+        names = set(getattr(sys, "stdlib_module_names", ())) | self._runner_names
+        found = []
+        for name, module in list(sys.modules.items()):
+            source = getattr(module, "__file__", None)
+            if name.split(".")[0] in names and source and under(source, (self._repo,)):
+                found.append(self._file(source))
+        return found
+
+    def _functions_replaced(self) -> list[str]:
+        """Functions and classes of pytest, pluggy and this plugin that are not what they were
+        before the repository's code ran, and modules of theirs that sys.modules no longer holds."""
+        now = _functions(self._watched)
+        changed = [name for name, ident in self._functions.items() if now.get(name) != ident]
+        changed += [f"sys.modules[{name!r}]" for name, mod in self._watched.items() if sys.modules.get(name) is not mod]
+        return changed[:50]
+
+    def _hooks_replaced(self) -> list[str]:
+        """Hooks whose implementations changed since collection ended (every conftest is loaded),
+        and implementations that are no longer their plugin's own function (pluggy calls the
+        function it found at registration: replacing it bypasses the plugin's module)."""
+        if self._pm is None:
+            return []
+        hooks = _hook_impls(self._pm)
+        changed = [f"hook {name}" for name, impls in self._hooks.items() if hooks.get(name) != impls]
+        for name, caller in list(vars(self._pm.hook).items()):
+            for impl in getattr(caller, "get_hookimpls", list)():
+                if not _is_own(impl, name):
+                    changed.append(f"hook {name} of {impl.plugin_name}")
+        return changed[:50]
+
+
+def _kind(exc: BaseException) -> str:
+    if isinstance(exc, pytest.xfail.Exception):
+        return "xfail"
+    if isinstance(exc, pytest.skip.Exception):
+        return "skip"
+    return "exit" if isinstance(exc, pytest.exit.Exception) else "error"
+
+
+def _source(plugin) -> str | None:  # type: ignore[no-untyped-def]
+    """The file a plugin's code comes from (a module's own, or its class's module's)."""
+    source = getattr(plugin, "__file__", None) if isinstance(plugin, type(sys)) else None
+    if source is None and not isinstance(plugin, type(sys)):
+        module = sys.modules.get(type(plugin).__module__)
+        source = getattr(module, "__file__", None)
+    return source
+
+
+def _functions(modules: dict) -> dict[str, tuple]:
+    """Every function and class of ``modules`` (and every function of those classes), by name, as
+    the identity of the object and of its code: a monkeypatch changes one of them."""
+    out: dict[str, tuple] = {}
+    for mod_name, module in modules.items():
+        for name, value in list(vars(module).items()):
+            if isinstance(value, type):
+                out[f"{mod_name}.{name}"] = (id(value),)
+                for attr, member in list(vars(value).items()):
+                    func = getattr(member, "__func__", member)
+                    if callable(func):
+                        out[f"{mod_name}.{name}.{attr}"] = (id(member), id(getattr(func, "__code__", None)))
+            elif callable(value):
+                out[f"{mod_name}.{name}"] = (id(value), id(getattr(value, "__code__", None)))
+    return out
+
+
+def _is_own(impl, hook: str) -> bool:  # type: ignore[no-untyped-def]
+    target = getattr(impl.function, "__func__", impl.function)
+    for attr in (hook, getattr(impl.function, "__name__", None)):
+        own = getattr(impl.plugin, attr, None) if attr else None
+        if own is not None and getattr(own, "__func__", own) is target:
+            return True
+    return False
+
+
+def _hook_impls(pm) -> dict[str, tuple]:  # type: ignore[no-untyped-def]
+    out = {}
+    for name, caller in list(vars(pm.hook).items()):
+        get = getattr(caller, "get_hookimpls", None)
+        if get is not None:
+            out[name] = tuple((impl.plugin_name, id(impl.function)) for impl in get())
+    return out
