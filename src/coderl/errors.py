@@ -4,8 +4,10 @@ Errors are split by who is at fault, like isolate's RE/XX split. A *program's* f
 answer, crash, timeout) is never an exception: it is a status in a result record. Exceptions are
 for the two other parties::
 
-Each class says what it becomes at the two boundaries, as ``http_status`` (the server's answer)
-and ``exit_code`` (the `coderl` command's), so neither keeps an isinstance ladder::
+Each class says what it becomes at the boundaries, as ``http_status`` (the server's and the
+gateway's answer), ``exit_code`` (the `coderl` command's) and ``api_code`` (the machine-readable
+code an API error body carries, e.g. OpenAI's ``context_length_exceeded``), so no boundary keeps
+an isinstance ladder or reads a message's text::
 
     CoderlError                  (HTTP 500, exit 3)
     ├── BadRequest               the caller's fault: fix the request (HTTP 400, CLI exit 2)
@@ -13,25 +15,31 @@ and ``exit_code`` (the `coderl` command's), so neither keeps an isinstance ladde
     │   ├── InvalidTestSpec      tests in a form we cannot read (names what is wrong) (422)
     │   ├── UnsupportedProblem   e.g. interactive problems
     │   ├── NoCodeFound          a model response holds no program to run (422)
+    │   ├── InvalidTask          a repository task row we cannot read (names the field)
+    │   ├── EditRejected         a file edit the agent got wrong (no such file, text not found or not unique)
+    │   ├── ContextExhausted     no room left in an agent's context or budget (context_length_exceeded)
     │   └── AgentFault           an agent's own doing: graded as an outcome (reward 0), never retried
     │       ├── MalformedDiff    a diff whose file headers cannot be read
     │       └── DiffUnavailable  the episode's files cannot be made into a diff (over the cap, unreadable)
     ├── SandboxError             our fault: infrastructure, retry or drop the sample (HTTP 503)
     │   ├── IsolationUnavailable the host cannot provide the security boundary
     │   ├── SlotFailure          a runner died, hung or answered nonsense
+    │   ├── SessionFailure       an agent session's sandbox did not start, died or hung
     │   ├── DeadlineExceeded     the request's deadline passed (HTTP 504: retry)
     │   └── Overloaded           the bounded queue is full (HTTP 429)
     ├── ClientDisconnected       the client went away (HTTP 499: only the log and metrics see it)
+    ├── RepoUnavailable          a task's repository or commit is not where the tasks say it is
+    ├── EnvBuildError            a task's environment could not be built
+    ├── GatewaySessionError      a gateway request for a closed or aborted session (HTTP 409)
+    │   ├── UnknownSession       no session of that id (404)
+    │   └── SessionTimeout       the session ran past its time budget (408)
     └── ServiceError             talking to a coderl service over HTTP failed (client side)
         └── ServiceUnavailable   connection refused/reset, 429/503/504 after all retries
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:  # for the annotations only: nothing is imported at run time
-    from coderl.sandbox.result import CompileResult, RunResult
+from typing import Any
 
 
 class CoderlError(Exception):
@@ -39,6 +47,7 @@ class CoderlError(Exception):
 
     http_status: int = 500
     exit_code: int = 3
+    api_code: str | None = None
 
 
 class BadRequest(CoderlError):
@@ -77,6 +86,20 @@ class NoCodeFound(BadRequest):
     http_status = 422
 
 
+class InvalidTask(BadRequest):
+    """A repository task row that lacks a field or holds one of the wrong shape (names which)."""
+
+
+class EditRejected(BadRequest):
+    """A file-edit request the agent got wrong (no such file, text not found or not unique)."""
+
+
+class ContextExhausted(BadRequest):
+    """No room left to generate: the request plus one token exceeds the context or budget."""
+
+    api_code = "context_length_exceeded"
+
+
 class AgentFault(BadRequest):
     """What an agent did wrong in an episode (its diff, its files): the episode's outcome, scored 0
     under a named status, never an infrastructure failure that masks the sample."""
@@ -107,16 +130,21 @@ NOT_RECEIVED: Any = object()  # a SlotFailure's compile record: the reply had no
 class SlotFailure(SandboxError):
     """An isolated runner died, hung, or broke the protocol. What did arrive before it failed
     travels with it, so the engine can resume after it on a fresh slot: ``compiled`` (the compile
-    record, None when nothing was compiled, `NOT_RECEIVED` when no reply came), ``partial`` (the
-    run records that came) and ``oom_killed`` (the slot's cgroup saw an out-of-memory kill: the
-    program's doing, a verdict rather than our fault)."""
+    record, a ``sandbox.result.CompileResult``; None when nothing was compiled, `NOT_RECEIVED` when
+    no reply came), ``partial`` (the ``RunResult`` records that came) and ``oom_killed`` (the slot's
+    cgroup saw an out-of-memory kill: the program's doing, a verdict rather than our fault). The
+    records are typed ``Any`` here, as this module imports nothing from the layers above it."""
 
-    def __init__(self, message: str, *, compiled: CompileResult | None = NOT_RECEIVED,
-                 partial: list[RunResult] | None = None, oom_killed: bool = False) -> None:
+    def __init__(self, message: str, *, compiled: Any = NOT_RECEIVED, partial: list[Any] | None = None,
+                 oom_killed: bool = False) -> None:
         super().__init__(message)
         self.compiled = compiled
         self.partial = partial or []
         self.oom_killed = oom_killed
+
+
+class SessionFailure(SandboxError):
+    """An agent session's sandbox failed (did not start, died, hung): our fault, never the agent's."""
 
 
 class DeadlineExceeded(SandboxError):
@@ -135,6 +163,34 @@ class ClientDisconnected(CoderlError):
     """The client went away before its answer was ready; its work was cancelled."""
 
     http_status = 499  # nginx's "client closed request": nobody reads it, the log and metrics do
+
+
+class RepoUnavailable(CoderlError):
+    """A task's repository or base commit is not in the local mirror / tarball directory: the
+    data's fault or ours, never the agent's."""
+
+
+class EnvBuildError(CoderlError):
+    """A task's environment could not be built (the message holds the failing step's output)."""
+
+
+class GatewaySessionError(CoderlError):
+    """A gateway request for a session that is closed or aborted (HTTP 409)."""
+
+    http_status = 409
+    api_code = "session_error"
+
+
+class UnknownSession(GatewaySessionError):
+    """No open session of that id (or none named at all)."""
+
+    http_status = 404
+
+
+class SessionTimeout(GatewaySessionError):
+    """The session ran past its time budget."""
+
+    http_status = 408
 
 
 class ServiceError(CoderlError):
@@ -164,25 +220,36 @@ __all__ = [
     "BadRequest",
     "ClientDisconnected",
     "CoderlError",
+    "ContextExhausted",
     "DeadlineExceeded",
     "DiffUnavailable",
+    "EditRejected",
+    "EnvBuildError",
+    "GatewaySessionError",
+    "InvalidTask",
     "InvalidTestSpec",
     "IsolationUnavailable",
     "MalformedDiff",
     "NoCodeFound",
     "Overloaded",
+    "RepoUnavailable",
     "SandboxError",
     "ServiceError",
     "ServiceUnavailable",
+    "SessionFailure",
+    "SessionTimeout",
     "SlotFailure",
     "UnknownLanguage",
+    "UnknownSession",
     "UnsupportedProblem",
     "from_wire",
     "to_wire",
 ]
 
-_BY_NAME: dict[str, type[CoderlError]] = {
-    cls.__name__: cls for cls in (AgentFault, BadRequest, ClientDisconnected, CoderlError, DeadlineExceeded,
-                                  DiffUnavailable, InvalidTestSpec, IsolationUnavailable, MalformedDiff,
-                                  NoCodeFound, Overloaded, SandboxError, ServiceError,
-                                  ServiceUnavailable, SlotFailure, UnknownLanguage, UnsupportedProblem)}
+
+def _tree(cls: type[CoderlError]) -> list[type[CoderlError]]:
+    return [cls, *(sub for child in cls.__subclasses__() for sub in _tree(child))]
+
+
+# every class of this module's tree, found by walking it (a class added above needs no entry here)
+_BY_NAME: dict[str, type[CoderlError]] = {cls.__name__: cls for cls in _tree(CoderlError) if cls.__module__ == __name__}

@@ -379,6 +379,9 @@ def test_session_timeout_aborts_cleanly(fmt, tokenizer):
 
     r1, r2, r3, r4 = run(client_fn, gateway, admin=True)
     assert r1.status_code == 408 and r2.status_code == 409 and r3.status_code == 404
+    # answered from the errors' attributes: http_status, and api_code as the OpenAI error code
+    assert [(r.json()["error"]["type"], r.json()["error"]["code"]) for r in (r1, r2, r3)] == \
+        [("invalid_request_error", "session_error")] * 3
     assert r4.status_code == 200 and r4.json()["state"] == "aborted" and r4.json()["reason"] == "timeout"
 
 

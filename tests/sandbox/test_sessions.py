@@ -13,15 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from coderl.errors import BadRequest
-from coderl.sandbox.session import (
-    GATEWAY_SOCKET,
-    DiffUnavailable,
-    EditRejected,
-    SessionError,
-    SessionHost,
-    SessionLimits,
-)
+from coderl.errors import BadRequest, DiffUnavailable, EditRejected, SessionFailure
+from coderl.sandbox.session import GATEWAY_SOCKET, SessionHost, SessionLimits
 
 LIMITS = SessionLimits(episode_s=120, exec_s=20, memory_mb=512, max_processes=64, output_kb=64, disk_mb=32)
 
@@ -156,7 +149,7 @@ def test_processes_die_with_their_command_and_the_episode(repo):
         assert _alive_with("4715")
         await s.close()  # mid-command: everything dies
         assert _alive_with("4714") == [] and _alive_with("4715") == []
-        with pytest.raises(SessionError):
+        with pytest.raises(SessionFailure):
             await task
     run(body)
 

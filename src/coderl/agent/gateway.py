@@ -28,25 +28,7 @@ from typing import Any
 from coderl.agent.backends import TokenBackend
 from coderl.agent.chat import AssistantTurn, ChatFormat, canonical, same_message
 from coderl.agent.trajectory import Branch, Trajectory, common_prefix
-from coderl.errors import BadRequest, CoderlError
-
-
-class SessionError(CoderlError):
-    """A request for a session that is unknown, closed or aborted (HTTP 404/409)."""
-
-    status = 409
-
-
-class UnknownSession(SessionError):
-    status = 404
-
-
-class SessionTimeout(SessionError):
-    status = 408
-
-
-class ContextExhausted(BadRequest):
-    """No room left to generate: the request plus one token exceeds the context or budget."""
+from coderl.errors import BadRequest, ContextExhausted, GatewaySessionError, SessionTimeout, UnknownSession
 
 
 @dataclass
@@ -162,7 +144,8 @@ class Gateway:
 
     def _check_open(self, session: Session) -> None:
         if session.state != "open":
-            raise SessionError(f"session {session.id!r} is {session.state}" + (f": {session.reason}" if session.reason else ""))
+            raise GatewaySessionError(f"session {session.id!r} is {session.state}"
+                                      + (f": {session.reason}" if session.reason else ""))
         if time.monotonic() > session.deadline:
             self.abort(session.id, "timeout")
             raise SessionTimeout(f"session {session.id!r} ran past its {session.config.timeout_s:g} s budget")

@@ -6,6 +6,11 @@ key (``Authorization: Bearer <id>`` or ``x-api-key: <id>``), or a base URL of
 ``.../s/<id>/v1``. The agent-facing app (the one bound into a sandbox) never has admin routes, so
 an agent cannot read or end any session, its own included.
 
+Errors are answered from the exception's own attributes (`coderl.errors`): its ``http_status``
+(a failure of ours, 5xx, is a 503, which every OpenAI/Anthropic client retries) and its
+``api_code`` (OpenAI's error ``code``, e.g. ``context_length_exceeded``); the body's ``type`` is
+``invalid_request_error`` for a 4xx and ``api_error`` for a 5xx, as both APIs have it.
+
 `serve` runs the app on sockets it binds itself (TCP on loopback, or a unix socket for a
 sandbox bind mount) inside the caller's event loop, so an in-process backend (verl's server
 manager) is called from the loop it belongs to.
@@ -25,8 +30,8 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 
 from coderl.agent import dialects
-from coderl.agent.gateway import ContextExhausted, Gateway, SessionConfig, SessionError
-from coderl.errors import BadRequest, CoderlError
+from coderl.agent.gateway import Gateway, SessionConfig
+from coderl.errors import BadRequest, CoderlError, GatewaySessionError
 
 SESSION_HEADER = "x-coderl-session"
 
@@ -54,7 +59,8 @@ def create_app(gateway: Gateway, *, admin: bool = False) -> FastAPI:
         return body
 
     async def handle(request: Request, parse: Callable[[dict[str, Any]], tuple[list, Any]],
-                     whole: Callable, stream: Callable[..., Iterator[str]], error: Callable[[str, str, int], dict]) -> Response:
+                     whole: Callable, stream: Callable[..., Iterator[str]],
+                     error: Callable[[CoderlError, str], dict]) -> Response:
         try:
             body = await body_of(request)
             try:
@@ -68,14 +74,10 @@ def create_app(gateway: Gateway, *, admin: bool = False) -> FastAPI:
                 turn = await gateway.turn(session_of(request), messages, tools, max_tokens)
             except ValueError as exc:
                 raise BadRequest(f"malformed messages: {exc}") from None
-        except ContextExhausted as exc:
-            return JSONResponse(error(str(exc), "invalid_request_error", 400), status_code=400)
-        except SessionError as exc:
-            return JSONResponse(error(str(exc), "session_error", exc.status), status_code=exc.status)
-        except BadRequest as exc:
-            return JSONResponse(error(str(exc), "invalid_request_error", 400), status_code=400)
         except CoderlError as exc:
-            return JSONResponse(error(str(exc), "api_error", 503), status_code=503)
+            status = exc.http_status if exc.http_status < 500 else 503
+            return JSONResponse(error(exc, "invalid_request_error" if status < 500 else "api_error"),
+                                status_code=status)
         if body.get("stream"):  # the turn is complete: its events go out in one write, no thread hops
             return Response("".join(stream(turn, gateway.model_name)), media_type="text/event-stream",
                             headers={"Cache-Control": "no-cache"})
@@ -87,11 +89,11 @@ def create_app(gateway: Gateway, *, admin: bool = False) -> FastAPI:
     def anthropic_parse(body: dict[str, Any]) -> tuple[list, Any]:
         return dialects.anthropic_messages(body.get("system"), body["messages"]), dialects.anthropic_tools(body.get("tools"))
 
-    def openai_err(message: str, kind: str, status: int) -> dict:
-        return dialects.openai_error(message, kind, "context_length_exceeded" if "context_length" in message else None)
+    def openai_err(exc: CoderlError, kind: str) -> dict:
+        return dialects.openai_error(str(exc), kind, exc.api_code)
 
-    def anthropic_err(message: str, kind: str, status: int) -> dict:
-        return dialects.anthropic_error(message, "invalid_request_error" if status < 500 else "api_error")
+    def anthropic_err(exc: CoderlError, kind: str) -> dict:
+        return dialects.anthropic_error(str(exc), kind)
 
     async def chat_completions(request: Request) -> Response:
         return await handle(request, openai_parse, dialects.openai_response, dialects.openai_stream, openai_err)
@@ -140,8 +142,8 @@ def add_admin_routes(app: FastAPI, gateway: Gateway) -> None:
     async def close_session(sid: str) -> Response:
         try:
             session = await gateway.close(sid)
-        except SessionError as exc:
-            return JSONResponse({"error": str(exc)}, status_code=exc.status)
+        except GatewaySessionError as exc:
+            return JSONResponse({"error": str(exc)}, status_code=exc.http_status)
         return JSONResponse({**session.summary(), "trajectory": session.trajectory.to_dict()})
 
 

@@ -25,16 +25,12 @@ from pathlib import Path
 
 from coderl.agent.repo_store import file_lock
 from coderl.agent.repo_task import EnvSpec
-from coderl.errors import CoderlError
+from coderl.errors import EnvBuildError
 from coderl.sandbox.pythonenv import sandbox_python
 from coderl.sandbox.session import REPO
 
 _READY = ".coderl-ready"
 _BUILD_TIMEOUT_S = 1800
-
-
-class EnvBuildError(CoderlError):
-    """A task's environment could not be built (the message holds the failing step's output)."""
 
 
 def env_key(spec: EnvSpec, find_links: Path | None = None) -> str:

@@ -24,17 +24,13 @@ import tarfile
 from collections.abc import Callable
 from pathlib import Path
 
-from coderl.errors import CoderlError
+from coderl.errors import RepoUnavailable
 
 _TARBALL_SUFFIXES = (".tar.gz", ".tgz", ".tar")
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 _GIT_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_TERMINAL_PROMPT": "0",
             "GIT_AUTHOR_NAME": "coderl", "GIT_AUTHOR_EMAIL": "coderl@localhost",
             "GIT_COMMITTER_NAME": "coderl", "GIT_COMMITTER_EMAIL": "coderl@localhost"}
-
-
-class RepoUnavailable(CoderlError):
-    """The task's repository or base commit is not in the local mirror / tarball directory."""
 
 
 def git(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> str:

@@ -13,13 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from coderl.agent.patch import split_diff
-from coderl.errors import BadRequest
+from coderl.errors import InvalidTask
 
 DEFAULT_TEST_CMD = "python -m pytest -rA -p no:cacheprovider -W ignore::DeprecationWarning"
-
-
-class InvalidTask(BadRequest):
-    """A task row that lacks a field or holds one of the wrong shape (names which)."""
 
 
 @dataclass(frozen=True)

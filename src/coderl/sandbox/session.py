@@ -37,7 +37,7 @@ the diff in a second, fresh sandbox that sees the episode's files read-only and 
 (``git add -A`` into a throw-away index, then ``git diff --cached --binary``). Nothing the agent
 left can run while the diff is made, and the host only reads the diff's text.
 
-Failures of the infrastructure raise ``SessionError`` (a ``SandboxError``: the sample is dropped,
+Failures of the infrastructure raise ``SessionFailure`` (a ``SandboxError``: the sample is dropped,
 never scored); the agent's mistakes come back as results (a non-zero exit, ``timed_out``) or as
 ``EditRejected`` from the file-edit tool.
 """
@@ -56,7 +56,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from coderl.errors import BadRequest, DiffUnavailable, IsolationUnavailable, SandboxError
+from coderl.errors import BadRequest, DiffUnavailable, EditRejected, IsolationUnavailable, SessionFailure
 from coderl.sandbox import isolation, overlay, seccomp
 from coderl.sandbox.cgroups import CgroupManager, SlotCgroup
 from coderl.sandbox.wire import HEADER, MAX_HEADER, encode_frame, oom_kills
@@ -69,14 +69,6 @@ _GRACE_S = 10.0  # on top of a command's timeout before PID 1 counts as hung
 _CAPTURE_TIMEOUT_S = 120.0
 MAX_DIFF_BYTES = 16 << 20
 _PATH = "/usr/local/bin:/usr/bin:/bin"
-
-
-class SessionError(SandboxError):
-    """The session's sandbox failed (did not start, died, hung): our fault, never the agent's."""
-
-
-class EditRejected(BadRequest):
-    """A file-edit request the agent got wrong (no such file, text not found or not unique)."""
 
 
 @dataclass(frozen=True)
@@ -239,7 +231,7 @@ class Session:
         return self._diff
 
     async def close(self) -> None:
-        """Kill everything (a command in flight fails with SessionError), unmount the episode's
+        """Kill everything (a command in flight fails with SessionFailure), unmount the episode's
         layer, remove its cgroup. Idempotent."""
         await self._kill()
         async with self._lock:
@@ -279,7 +271,7 @@ class Session:
         async with self._lock:
             proc = self._proc
             if proc is None or proc.stdin is None or proc.stdout is None:
-                raise SessionError(f"session {self.id} is closed")
+                raise SessionFailure(f"session {self.id} is closed")
             try:
                 proc.stdin.write(encode_frame(header, blobs))
                 await proc.stdin.drain()
@@ -287,9 +279,9 @@ class Session:
                     reply, out = await _read_frame(proc.stdout)
             except (OSError, RuntimeError, TimeoutError, asyncio.IncompleteReadError, ValueError) as exc:
                 await self._kill()
-                raise SessionError(f"session {self.id}: its sandbox failed ({type(exc).__name__}: {exc})") from exc
+                raise SessionFailure(f"session {self.id}: its sandbox failed ({type(exc).__name__}: {exc})") from exc
             if "error" in reply:
-                raise SessionError(f"session {self.id}: {reply['error']}")
+                raise SessionFailure(f"session {self.id}: {reply['error']}")
             return reply, out
 
 
@@ -401,13 +393,13 @@ class SessionHost:
             async with asyncio.timeout(_START_TIMEOUT_S):
                 ready, _ = await _read_frame(session._proc.stdout)
             if not ready.get("ready"):
-                raise SessionError(f"session {sid} sent {ready!r} instead of ready")
+                raise SessionFailure(f"session {sid} sent {ready!r} instead of ready")
             if gateway_port is not None:
                 await session._call({"op": "forward", "port": gateway_port, "socket": GATEWAY_SOCKET}, [], _GRACE_S)
-        except (TimeoutError, asyncio.IncompleteReadError, ValueError, SessionError) as exc:
+        except (TimeoutError, asyncio.IncompleteReadError, ValueError, SessionFailure) as exc:
             why = await _stderr_of(session._proc)
             await session.close()
-            raise SessionError(f"session {sid} did not start: {why or exc}") from exc
+            raise SessionFailure(f"session {sid} did not start: {why or exc}") from exc
         session.started_s = time.monotonic() - t0
         return session
 
@@ -453,7 +445,7 @@ class SessionHost:
         except OSError as exc:
             if oom_fd is not None:
                 os.close(oom_fd)
-            raise SessionError(f"cannot start a session sandbox: {exc}") from exc
+            raise SessionFailure(f"cannot start a session sandbox: {exc}") from exc
         finally:
             os.close(fd)
         return proc, oom_fd
@@ -491,7 +483,7 @@ class SessionHost:
                         raise DiffUnavailable(f"the diff is larger than {MAX_DIFF_BYTES >> 20} MiB")
                 code = await proc.wait()
         except TimeoutError as exc:
-            raise SessionError(f"session {session.id}: capturing the diff took over {_CAPTURE_TIMEOUT_S:.0f} s") \
+            raise SessionFailure(f"session {session.id}: capturing the diff took over {_CAPTURE_TIMEOUT_S:.0f} s") \
                 from exc
         finally:
             if proc.returncode is None:
