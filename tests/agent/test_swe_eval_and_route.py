@@ -6,10 +6,13 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+from tests.helpers.poll import wait_for
 from tests.helpers.service import running_service
 
 from coderl.agent.task_set import build_task_set
@@ -93,8 +96,6 @@ def test_eval_swe_with_a_harness_through_the_gateway(task_set, tmp_path):
     """A served "model" (the gateway's replay backend answering with the task's fix as a diff) and a
     minimal harness (asks the model, applies its answer) in a session sandbox whose one way out is
     the gateway's unix socket; the episode's diff is captured and graded: resolved."""
-    import time
-
     from coderl.data.qwen_tokenizer import build_qwen_tokenizer
 
     root, tasks = task_set
@@ -106,10 +107,9 @@ def test_eval_swe_with_a_harness_through_the_gateway(task_set, tmp_path):
                                 f"unix:{sock}", "--auto-session"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                start_new_session=True)
     try:
-        deadline = time.monotonic() + 180
-        while not sock.exists():
-            assert gateway.poll() is None and time.monotonic() < deadline, "the gateway did not start"
-            time.sleep(0.5)
+        # the socket file appears at bind(), before listen(): wait until a connection is accepted
+        wait_for(lambda: _connects(sock, gateway), timeout_s=180, ignore=(OSError,),
+                 what=f"the gateway accepting connections on {sock}")
         out = tmp_path / "out"
         run = _eval("--tasks", str(root / "tasks.jsonl"), "--repos", str(root / "repos"), "--limit", "1",
                     "--harness", f"python3 {tmp_path / 'harness.py'}", "--harness-bind", str(tmp_path / "harness.py"),
@@ -121,3 +121,13 @@ def test_eval_swe_with_a_harness_through_the_gateway(task_set, tmp_path):
     finally:
         os.killpg(gateway.pid, 15)
         gateway.wait(30)
+
+
+def _connects(sock: Path, gateway: subprocess.Popen) -> bool:
+    """One connection to the gateway's socket (OSError while it is not listening yet); fails at
+    once, with the gateway's last words, if it exited."""
+    if gateway.poll() is not None:
+        raise AssertionError(f"the gateway exited {gateway.returncode}: {gateway.stderr.read()[-2000:]!r}")
+    with socket.socket(socket.AF_UNIX) as client:
+        client.connect(str(sock))
+    return True

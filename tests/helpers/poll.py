@@ -9,6 +9,7 @@ slow by seconds), and a test that passes never waits for it."""
 from __future__ import annotations
 
 import asyncio
+import inspect
 import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
@@ -23,18 +24,21 @@ def _truthy(value: object) -> bool:
     return bool(value)
 
 
-async def wait_for_async(read: Callable[[], Awaitable[T]], until: Callable[[T], bool] = _truthy, *, what: str,
+async def wait_for_async(read: Callable[[], Awaitable[T] | T], until: Callable[[T], bool] = _truthy, *, what: str,
                          timeout_s: float = DEFAULT_TIMEOUT_S, interval_s: float = INTERVAL_S,
                          ignore: tuple[type[BaseException], ...] = ()) -> T:
-    """Await ``read()`` until ``until(value)`` holds; return that value. Exceptions of the types in
-    ``ignore`` count as "not yet" (a file not written yet, a connection refused) and are reported
-    as what was last seen. Inside an event loop: the loop keeps running the tasks the test waits
-    on between reads."""
+    """Call ``read()`` (and await what it returns, if awaitable) until ``until(value)`` holds;
+    return that value. Exceptions of the types in ``ignore`` count as "not yet" (a file not written
+    yet, a connection refused) and are reported as what was last seen; any other propagates at once
+    (a read can fail fast when the awaited thing died). Inside an event loop: the loop keeps running
+    the tasks the test waits on between reads."""
     deadline = time.monotonic() + timeout_s
     last = "nothing read yet"
     while True:
         try:
-            value = await read()
+            value = read()
+            if inspect.isawaitable(value):
+                value = await value
         except ignore as exc:
             last = f"{type(exc).__name__}: {exc}"
         else:
@@ -49,9 +53,6 @@ async def wait_for_async(read: Callable[[], Awaitable[T]], until: Callable[[T], 
 def wait_for(read: Callable[[], T], until: Callable[[T], bool] = _truthy, *, what: str,
              timeout_s: float = DEFAULT_TIMEOUT_S, interval_s: float = INTERVAL_S,
              ignore: tuple[type[BaseException], ...] = ()) -> T:
-    """``wait_for_async`` for a test outside an event loop, with a plain ``read``."""
-    async def read_now() -> T:
-        return read()
-
-    return asyncio.run(wait_for_async(read_now, until, what=what, timeout_s=timeout_s, interval_s=interval_s,
+    """``wait_for_async`` for a test outside an event loop (or in a thread of its own)."""
+    return asyncio.run(wait_for_async(read, until, what=what, timeout_s=timeout_s, interval_s=interval_s,
                                       ignore=ignore))

@@ -8,7 +8,6 @@ import contextlib
 import os
 import signal
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ import pytest
 from coderl.errors import IsolationUnavailable
 from coderl.sandbox import Engine, Limits, Program, RunInput, RunStatus
 from coderl.sandbox.blocking import BlockingEngine
+from tests.helpers.poll import wait_for, wait_for_async
 
 
 def _descendants(pid: int) -> set[int]:
@@ -46,10 +46,12 @@ def test_nothing_left_on_host_after_close():
     ex = eng.execute(Program("python", daemon), [b"", b""])
     assert [r.stdout for r in ex.results] == [b"x\n", b"x\n"]
     eng.close()
-    time.sleep(0.2)
-    assert _descendants(os.getpid()) - before == set()
-    assert cgroups and not any(p.exists() for p in cgroups)
-    assert not list(Path("/tmp").glob("coderl-slot*"))
+    assert cgroups
+    # a killed process is gone once its parent reaps it: wait for that, then nothing may be left
+    wait_for(lambda: (sorted(_descendants(os.getpid()) - before), [str(p) for p in cgroups if p.exists()],
+                      [p.name for p in Path("/tmp").glob("coderl-slot*")]),
+             lambda left: left == ([], [], []), timeout_s=30,
+             what="no (child processes, slot cgroups, slot directories) left after close")
 
 
 def test_unisolated_mode_is_explicit_and_reported():
@@ -79,7 +81,8 @@ def test_runner_killed_mid_batch_is_retried_transparently(engine):
     killed = threading.Event()
 
     def assassin():
-        time.sleep(0.5)
+        # mid-batch: a slot has taken the 40 tests (they take seconds), so its runner is in the middle
+        wait_for(lambda: engine.engine.busy, lambda busy: busy >= 1, what="the batch running on a slot")
         for slot in engine.engine._slots:
             for pid in _descendants(slot._proc.pid) if slot._proc else ():
                 try:
@@ -92,7 +95,7 @@ def test_runner_killed_mid_batch_is_retried_transparently(engine):
 
     threading.Thread(target=assassin, daemon=True).start()
     ex = engine.execute(Program("python", src), inputs, Limits(cpu_s=2, wall_s=5))
-    assert killed.is_set()
+    assert killed.is_set(), "no runner was killed mid-batch (a failed wait in the killing thread is reported above)"
     statuses = {r.status for r in ex.results}
     assert statuses <= {RunStatus.OK, RunStatus.SANDBOX_ERROR}  # never a verdict about the program
     ok = [r for r in ex.results if r.ok]
@@ -109,8 +112,10 @@ def test_stop_rule_skips_the_rest(engine):
 
 
 def test_total_time_budget(engine):
-    ex = engine.execute(Program("python", "import time\ntime.sleep(0.4)"), [b""] * 6,
-                        Limits(cpu_s=2, wall_s=2), total_time_s=1.0)
+    # 1 s sleeps in a 3 s budget: the first fits with 2 s to spare for the start (a loaded machine
+    # is slow there), and the runs after the third cannot start, whatever the machine's speed
+    ex = engine.execute(Program("python", "import time\ntime.sleep(1.0)"), [b""] * 6,
+                        Limits(cpu_s=2, wall_s=2), total_time_s=3.0)
     statuses = [r.status for r in ex.results]
     assert statuses[0] is RunStatus.OK
     assert statuses[-1] is RunStatus.SKIPPED and "budget" in ex.results[-1].message
@@ -140,7 +145,8 @@ def test_a_cancelled_caller_never_loses_its_slot():
         async with Engine(slots=1) as engine:
             task = asyncio.ensure_future(engine.execute(Program("python", "import time\ntime.sleep(5)"), [b""],
                                                         Limits(cpu_s=6, wall_s=10)))
-            await asyncio.sleep(0.5)
+            await wait_for_async(lambda: engine.busy, lambda busy: busy == 1,
+                                 what="the program running on the one slot (engine.busy 1)")
             task.cancel()
             await asyncio.sleep(0)  # the first cancellation reaches the engine
             task.cancel()

@@ -6,12 +6,13 @@ import subprocess
 import sys
 
 SCRIPT = """
-import subprocess, sys, time
+import os, subprocess, sys, time
 from coderl.sandbox import reap
 first = subprocess.Popen(["sleep", "30"])
 time.sleep(0.05)
 later = subprocess.Popen(["sleep", "30"])
-exited = subprocess.Popen(["true"]); time.sleep(0.2)  # a zombie, newer than both
+exited = subprocess.Popen(["true"])
+os.waitid(os.P_PID, exited.pid, os.WEXITED | os.WNOWAIT)  # until it is a zombie (not reaped), newer than both
 print(reap.oldest_child() == first.pid, reap.oldest_child(spare=frozenset({first.pid})) == later.pid,
       reap.oldest_child(spare=frozenset({first.pid, later.pid})) == exited.pid)
 for p in (first, later):

@@ -15,6 +15,7 @@ import pytest
 
 from coderl.errors import BadRequest, DiffUnavailable, EditRejected, SessionFailure
 from coderl.sandbox.session import GATEWAY_SOCKET, SessionHost, SessionLimits
+from tests.helpers.poll import wait_for_async
 
 LIMITS = SessionLimits(episode_s=120, exec_s=20, memory_mb=512, max_processes=64, output_kb=64, disk_mb=32)
 
@@ -145,8 +146,7 @@ def test_processes_die_with_their_command_and_the_episode(repo):
         r = await s.exec("sleep 4713", timeout_s=0.5)
         assert r.timed_out and r.signal == 9 and _alive_with("4713") == []
         task = asyncio.create_task(s.exec("sleep 4714 & sleep 4715"))
-        await asyncio.sleep(0.5)
-        assert _alive_with("4715")
+        await wait_for_async(lambda: _alive_with("4715"), what="the command's `sleep 4715` running")
         await s.close()  # mid-command: everything dies
         assert _alive_with("4714") == [] and _alive_with("4715") == []
         with pytest.raises(SessionFailure):

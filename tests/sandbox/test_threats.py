@@ -6,7 +6,6 @@ checks that no process, file or cgroup survives."""
 from __future__ import annotations
 
 import socket
-import time
 
 import pytest
 
@@ -325,7 +324,7 @@ def test_a_program_that_kills_the_fork_server_and_exits_at_once_keeps_its_exit_s
         assert [(r.status, r.exit_code, r.stdout) for r in ex.results] == [(OK, 0, i) for i in inputs]
 
 
-def test_stopping_the_fork_server_is_not_accepted_and_harms_nothing(run):
+def test_stopping_the_fork_server_is_not_accepted_and_harms_nothing(run, engine):
     r = one(run("import os, signal\nos.kill(os.getppid(), signal.SIGSTOP)\nprint('stopped it')", wall_s=1))
     assert r.status is not OK
     assert one(run("print(4)")).stdout == b"4\n"
@@ -333,11 +332,13 @@ def test_stopping_the_fork_server_is_not_accepted_and_harms_nothing(run):
     stop_all = ("import os, signal\nfor p in os.listdir('/proc'):\n    if p.isdigit() and int(p) not in (1, os.getpid()):\n"
                 "        os.kill(int(p), signal.SIGSTOP)\nprint('stopped')")
     assert one(run(stop_all, wall_s=1)).status is not OK
+    restarts = engine.engine.slot_restarts
     for _ in range(2):  # both slots
-        started = time.monotonic()
         assert one(run("import math\nprint(math.floor(4.5))")).stdout == b"4\n"
         assert one(run("print(5)")).stdout == b"5\n"
-        assert time.monotonic() - started < 5  # not through a runner timeout and a slot replacement
+    # noticed and replaced within the slot, not through a runner timeout and a slot replacement
+    # (counted, rather than timed: a loaded machine makes any run slow)
+    assert engine.engine.slot_restarts == restarts
 
 
 def test_limits_priority_and_affinity_of_other_processes_cannot_be_changed(run):
