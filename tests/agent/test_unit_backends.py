@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from tests.helpers.qwen_tokenizer import build_tiny_model
 
 from coderl.agent.backends import OpenAICompatBackend, ReplayBackend, TransformersBackend, VerlBackend
 from coderl.errors import BadRequest, ServiceUnavailable
@@ -162,19 +161,7 @@ def test_bad_backend_settings_are_bad_requests(url, flavor, error):
 
 
 @pytest.fixture(scope="module")
-def model_dir():
-    return build_tiny_model()
-
-
-@pytest.fixture(scope="module")
-def tokenizer(model_dir):
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(model_dir)
-
-
-@pytest.fixture(scope="module")
-def model(model_dir, tokenizer):
+def model(model_dir, tokenizer):  # model_dir, tokenizer: tests/agent/conftest.py
     return TransformersBackend(str(model_dir), {tokenizer.convert_tokens_to_ids("<|im_end|>")})
 
 

@@ -1,26 +1,18 @@
 """coderl.agent.chat on its own: incoming messages into the canonical form, the comparison that
 decides whether a harness changed its history, and parsing sampled tokens with the real Qwen
-tokenizer and chat template (built offline by coderl.data.qwen_tokenizer)."""
+tokenizer and chat template (built offline by coderl.data.qwen_tokenizer, tests/agent/conftest.py)."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
-from tests.helpers.qwen_tokenizer import build_qwen_tokenizer
 
 from coderl.agent.chat import ChatFormat, canonical, new_call_id, same_message, text_of
 
 
 @pytest.fixture(scope="module")
-def tokenizer():
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(build_qwen_tokenizer())
-
-
-@pytest.fixture(scope="module")
-def fmt(tokenizer):
+def fmt(tokenizer):  # tokenizer: tests/agent/conftest.py
     return ChatFormat(tokenizer)
 
 
@@ -92,7 +84,6 @@ def test_same_message_ignores_serialisation_but_not_meaning():
 def test_format_learns_the_templates_closing_and_stop_tokens(fmt, tokenizer):
     assert fmt.closing == "<|im_end|>\n"
     assert tokenizer.convert_tokens_to_ids("<|im_end|>") in fmt.stop_ids
-    assert tokenizer.convert_tokens_to_ids("<|endoftext|>") in fmt.stop_ids
     text = fmt.render([{"role": "user", "content": "hello"}], None, True)
     assert text.endswith("<|im_start|>assistant\n") and fmt.decode(fmt.encode(text)) == text
 

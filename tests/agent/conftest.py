@@ -1,0 +1,22 @@
+"""What the agent tests share: the tiny offline Qwen2 model and its tokenizer (the real Qwen BPE and
+chat template), built once per machine under coderl's cache by coderl.data.qwen_tokenizer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.helpers.qwen_tokenizer import build_tiny_model
+
+
+@pytest.fixture(scope="session")
+def model_dir() -> Path:
+    return build_tiny_model()
+
+
+@pytest.fixture(scope="session")
+def tokenizer(model_dir: Path) -> Any:
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(model_dir)
