@@ -4,11 +4,12 @@
 # The default suite leaves out tests marked `slow`; CODERL_TEST_ALL=1 runs them too. A test that still
 # skips is listed with its reason in the closing summary (pytest -ra).
 set -euo pipefail
-cd "$(dirname "$0")/.."
-bash scripts/setup.sh dev
+bash "$(dirname "$0")/setup.sh" dev
+source "$(dirname "$0")/common.sh"  # after setup.sh: PYTHON is the .venv it made (or $PYTHON)
+cd "$CODERL_ROOT"
 # the real agent harness of tests/agent/test_agent_loop_mini.py, in its own venv (it pulls in litellm)
 export MINI_SWE_AGENT_VENV="${MINI_SWE_AGENT_VENV:-/opt/mini-swe-agent}"
 bash scripts/install_mini_swe_agent.sh || echo "warning: mini-swe-agent could not be installed; tests/agent/test_agent_loop_mini.py will skip, saying why" >&2
 marker=(-m "not slow")
 [ "${CODERL_TEST_ALL:-0}" = "1" ] && marker=()
-exec .venv/bin/python -m pytest -q -p no:cacheprovider -ra "${marker[@]}" "$@"
+exec "$PYTHON" -m pytest -q -p no:cacheprovider -ra "${marker[@]}" "$@"
