@@ -77,6 +77,8 @@ MISDEEDS = {
     "file_over_the_diff_cap": (f"head -c {MAX_DIFF_BYTES + (4 << 20)} /dev/urandom > big.bin",
                                "no_patch", f"larger than {MAX_DIFF_BYTES >> 20} MiB", {}),
     "unreadable_file": ("echo secret > hidden.py && chmod 000 hidden.py", "no_patch", "hidden.py", {}),
+    # git skips a directory it cannot open: the rest of the change is graded (here: none of it)
+    "unreadable_directory": ("mkdir -p private && echo x > private/f.py && chmod 000 private", "unresolved", None, {}),
     "floods_its_output": ("yes flood", "unresolved", None, {"agent_output_limit": 1, "agent_exit_code": -1}),
 }
 
