@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 
 import pytest
+from tests.helpers.poll import wait_for
+from tests.helpers.service import exited
 
 from coderl.agent.harness import SANDBOX_PORT, TASK_FILE, render_command, run_in_sandbox, run_on_host
 from coderl.errors import BadRequest
@@ -45,13 +47,6 @@ def test_host_harness_gets_the_task_the_urls_and_its_exit_code(tmp_path):
     assert result.to_dict()["exit_code"] == 3 and result.to_dict()["output_limit"] is False
 
 
-def _alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0] != "Z"
-    except (OSError, IndexError):
-        return False
-
-
 def test_host_harness_time_out_kills_its_process_group(tmp_path):
     """A harness past its time: no exit code, and the background child it started dies with it."""
     pid_file = tmp_path / "child.pid"
@@ -62,10 +57,7 @@ def test_host_harness_time_out_kills_its_process_group(tmp_path):
     assert (result.exit_code, result.timed_out) == (None, True) and "started" in result.output_tail
     assert time.monotonic() - started < 60
     child = int(pid_file.read_text())
-    deadline = time.monotonic() + 30
-    while _alive(child) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not _alive(child), f"waited 30 s for the harness's child {child} to die; it is still running"
+    wait_for(lambda: exited(child), timeout_s=30, what=f"the harness's child {child} to die")
 
 
 def _git_repo(path: Path) -> Path:

@@ -121,12 +121,10 @@ def _left_running(log_dir: Path) -> list[int]:
 
 
 def _assert_nothing_left_running(log_dir: Path) -> None:
-    import time
+    from tests.helpers.poll import wait_for
 
-    deadline = time.monotonic() + 30
-    while (left := _left_running(log_dir)) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert not left, f"waited 30 s for the failed start's processes to end; still running: {left}"
+    wait_for(lambda: _left_running(log_dir), lambda left: not left, timeout_s=30,
+             what="the failed start's processes to end (pids still running)")
     assert not (log_dir / "sandbox-supervisor.pid").exists()
 
 
