@@ -14,24 +14,11 @@ import sys
 
 import pytest
 from tests.agent.test_agent_loop import HERE, ScriptedServer, char_ids, config
-from tests.helpers.qwen_tokenizer import build_tiny_model
 
 from coderl.sandbox import isolation
 from coderl.sandbox.session import MAX_DIFF_BYTES
 
 pytestmark = pytest.mark.verl
-
-
-@pytest.fixture(scope="module")
-def tiny_model():
-    return build_tiny_model()
-
-
-@pytest.fixture(scope="module")
-def tokenizer(tiny_model):
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(tiny_model)
 
 
 @pytest.fixture(scope="module")
@@ -47,13 +34,13 @@ def swe_row(tmp_path_factory):
     return pd.read_parquet(root / "swe" / "train.parquet").iloc[0].to_dict()
 
 
-def run_episode(tiny_model, tokenizer, tmp_path, row, command: str, server: ScriptedServer):
+def run_episode(model_dir, tokenizer, tmp_path, row, command: str, server: ScriptedServer):
     from verl.experimental.agent_loop.agent_loop import DictConfigWrap, ToolListWrap
     from verl.utils.dataset.rl_dataset import RLHFDataset
 
     from coderl.agent.loop import GatewayAgentLoop
 
-    cfg = config(tiny_model, tmp_path, "sandbox", command, [str(HERE)])
+    cfg = config(model_dir, tmp_path, "sandbox", command, [str(HERE)])
 
     async def main():
         loop = GatewayAgentLoop(trainer_config=DictConfigWrap(cfg), server_manager=server, tokenizer=tokenizer,
@@ -84,10 +71,10 @@ MISDEEDS = {
 
 
 @pytest.mark.parametrize("name", sorted(MISDEEDS))
-def test_a_misbehaving_harness_is_an_outcome(name, tiny_model, tokenizer, swe_row, tmp_path):
+def test_a_misbehaving_harness_is_an_outcome(name, model_dir, tokenizer, swe_row, tmp_path):
     misdeed, verdict, error, fields = MISDEEDS[name]
     command = f"{isolation.sandbox_python()} {HERE / 'scripted_agent.py'} && {misdeed}"
-    out = run_episode(tiny_model, tokenizer, tmp_path, swe_row, command, one_turn(tokenizer))
+    out = run_episode(model_dir, tokenizer, tmp_path, swe_row, command, one_turn(tokenizer))
     extra = out.extra_fields
     assert (extra["sandbox_error"], extra["verdict"], out.reward_score) == (0, verdict, 0.0), extra
     assert error in extra["agent_error"] if error else "agent_error" not in extra, extra
@@ -95,9 +82,9 @@ def test_a_misbehaving_harness_is_an_outcome(name, tiny_model, tokenizer, swe_ro
     assert any(out.response_mask), "an outcome of the agent's is trained on (reward 0), never masked"
 
 
-def test_a_harness_that_exits_at_once_is_an_outcome(tiny_model, tokenizer, swe_row, tmp_path):
+def test_a_harness_that_exits_at_once_is_an_outcome(model_dir, tokenizer, swe_row, tmp_path):
     server = one_turn(tokenizer)
-    out = run_episode(tiny_model, tokenizer, tmp_path, swe_row, "exit 3", server)
+    out = run_episode(model_dir, tokenizer, tmp_path, swe_row, "exit 3", server)
     extra = out.extra_fields
     assert (extra["sandbox_error"], extra["agent_exit_code"], extra["verdict"], out.reward_score) == \
         (0, 3, "unresolved", 0.0), extra
