@@ -7,13 +7,12 @@ a failure of ours (``sandbox_error``) would zero it."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import subprocess
 import sys
 
 import pytest
-from tests.agent.test_agent_loop import HERE, ScriptedServer, char_ids, config
+from tests.agent.test_agent_loop import HERE, ScriptedServer, char_ids, run_sandboxed
 
 from coderl.sandbox import isolation
 from coderl.sandbox.session import MAX_DIFF_BYTES
@@ -35,22 +34,9 @@ def swe_row(tmp_path_factory):
 
 
 def run_episode(model_dir, tokenizer, tmp_path, row, command: str, server: ScriptedServer):
-    from verl.experimental.agent_loop.agent_loop import DictConfigWrap, ToolListWrap
-    from verl.utils.dataset.rl_dataset import RLHFDataset
-
-    from coderl.agent.loop import GatewayAgentLoop
-
-    cfg = config(model_dir, tmp_path, "sandbox", command, [str(HERE)])
-
-    async def main():
-        loop = GatewayAgentLoop(trainer_config=DictConfigWrap(cfg), server_manager=server, tokenizer=tokenizer,
-                                processor=None, dataset_cls=RLHFDataset, data_config=DictConfigWrap(cfg.data),
-                                hf_model_type="qwen2", tools=ToolListWrap([]), command=command,
-                                placement="sandbox", timeout_s=120, harness_binds=[str(HERE)], score="repo")
-        return await loop.run({"temperature": 1.0}, raw_prompt=list(row["prompt"]), data_source=row["data_source"],
-                              reward_model=dict(row["reward_model"]), extra_info=dict(row["extra_info"]))
-
-    return asyncio.run(main())
+    return run_sandboxed(model_dir, tokenizer, tmp_path, server, command, {"temperature": 1.0}, score="repo",
+                         raw_prompt=list(row["prompt"]), data_source=row["data_source"],
+                         reward_model=dict(row["reward_model"]), extra_info=dict(row["extra_info"]))
 
 
 def one_turn(tokenizer) -> ScriptedServer:

@@ -78,6 +78,27 @@ def config(tiny_model, tmp_path, placement: str, command: str, binds: list[str])
                     "actor_rollout_ref.rollout.calculate_log_probs=True"])
 
 
+def run_sandboxed(tiny_model, tokenizer, tmp_path, server, command: str, sampling: dict, *, score: str = "code",
+                  timeout_s: float = 120, **row):
+    """One `GatewayAgentLoop.run` of ``row`` on its own (not through a worker), the harness in a
+    session sandbox with this folder (scripted_agent.py) bound in."""
+    from verl.experimental.agent_loop.agent_loop import DictConfigWrap, ToolListWrap
+    from verl.utils.dataset.rl_dataset import RLHFDataset
+
+    from coderl.agent.loop import GatewayAgentLoop
+
+    cfg = config(tiny_model, tmp_path, "sandbox", command, [str(HERE)])
+
+    async def main():
+        loop = GatewayAgentLoop(trainer_config=DictConfigWrap(cfg), server_manager=server, tokenizer=tokenizer,
+                                processor=None, dataset_cls=RLHFDataset, data_config=DictConfigWrap(cfg.data),
+                                hf_model_type="qwen2", tools=ToolListWrap([]), command=command, placement="sandbox",
+                                timeout_s=timeout_s, harness_binds=[str(HERE)], score=score)
+        return await loop.run(sampling, **row)
+
+    return asyncio.run(main())
+
+
 def check_output(out_ids, out_mask, out_logprobs, prompt_ids, server, tokenizer) -> None:
     """prompt/response ids and the mask are the gateway's record: each generation's prompt is the
     record's prefix, its sampled ids follow with mask 1 and their logprobs, the rest is mask 0."""
@@ -129,10 +150,6 @@ def test_agent_loop_worker_runs_a_harness_on_host(tiny_model, tokenizer, tmp_pat
 
 def test_agent_loop_in_session_sandbox(tiny_model, tokenizer, tmp_path):
     """The harness runs in a session sandbox whose only way out is the gateway's socket."""
-    from verl.experimental.agent_loop.agent_loop import DictConfigWrap, ToolListWrap
-    from verl.utils.dataset.rl_dataset import RLHFDataset
-
-    from coderl.agent.loop import GatewayAgentLoop
     from coderl.sandbox import isolation
 
     if isolation.bwrap_path() is None:
@@ -143,18 +160,9 @@ def test_agent_loop_in_session_sandbox(tiny_model, tokenizer, tmp_path):
     probe = (f"{py} -c \"import socket; s=socket.socket(); s.settimeout(2); "
              "print('outside:', 'reachable' if s.connect_ex(('1.1.1.1', 80)) == 0 else 'blocked')\"")
     command = f"{probe}; {py} {HERE / 'scripted_agent.py'}"
-    cfg = config(tiny_model, tmp_path, "sandbox", command, [str(HERE)])
-
-    async def main():
-        loop = GatewayAgentLoop(trainer_config=DictConfigWrap(cfg), server_manager=server, tokenizer=tokenizer,
-                                processor=None, dataset_cls=RLHFDataset, data_config=DictConfigWrap(cfg.data),
-                                hf_model_type="qwen2", tools=ToolListWrap([]),
-                                command=command, placement="sandbox", timeout_s=120, harness_binds=[str(HERE)])
-        return await loop.run({"temperature": 1.0, "logprobs": True},
-                              raw_prompt=[{"role": "user", "content": TASK}], data_source="livecodebench",
-                              reward_model={"ground_truth": TESTS}, extra_info={"index": 0})
-
-    out = asyncio.run(main())
+    out = run_sandboxed(tiny_model, tokenizer, tmp_path, server, command, {"temperature": 1.0, "logprobs": True},
+                        raw_prompt=[{"role": "user", "content": TASK}], data_source="livecodebench",
+                        reward_model={"ground_truth": TESTS}, extra_info={"index": 0})
     assert out.extra_fields["sandbox_error"] == 0, out.extra_fields
     assert out.extra_fields["agent_isolation"] == "sandbox" and out.extra_fields["agent_exit_code"] == 0
     check_output(out.response_ids, out.response_mask, out.response_logprobs, out.prompt_ids, server, tokenizer)
@@ -188,10 +196,7 @@ def test_agent_loop_repo_task_scored_by_the_grader(tiny_model, tokenizer, tmp_pa
     snapshot) applies the fix the model's scripted turn writes; the episode's diff is graded in a
     fresh sandbox by part 2's grader (score: repo): resolved, reward 1.0."""
     import pandas as pd
-    from verl.experimental.agent_loop.agent_loop import DictConfigWrap, ToolListWrap
-    from verl.utils.dataset.rl_dataset import RLHFDataset
 
-    from coderl.agent.loop import GatewayAgentLoop
     from coderl.agent.repo_task import RepoTask
     from coderl.data.swe import build_swe
     from coderl.sandbox import isolation
@@ -205,17 +210,9 @@ def test_agent_loop_repo_task_scored_by_the_grader(tiny_model, tokenizer, tmp_pa
     server = ScriptedServer(tokenizer, [char_ids(tokenizer, f"Applying the fix.\n<tool_call>\n{call}\n</tool_call>"),
                                         char_ids(tokenizer, "Fixed.")])
     command = f"{isolation.sandbox_python()} {HERE / 'scripted_agent.py'}"
-    cfg = config(tiny_model, tmp_path, "sandbox", command, [str(HERE)])
-
-    async def main():
-        loop = GatewayAgentLoop(trainer_config=DictConfigWrap(cfg), server_manager=server, tokenizer=tokenizer,
-                                processor=None, dataset_cls=RLHFDataset, data_config=DictConfigWrap(cfg.data),
-                                hf_model_type="qwen2", tools=ToolListWrap([]), command=command,
-                                placement="sandbox", timeout_s=180, harness_binds=[str(HERE)], score="repo")
-        return await loop.run({"temperature": 1.0}, raw_prompt=list(row["prompt"]), data_source=row["data_source"],
-                              reward_model=dict(row["reward_model"]), extra_info=extra_info)
-
-    out = asyncio.run(main())
+    out = run_sandboxed(tiny_model, tokenizer, tmp_path, server, command, {"temperature": 1.0}, score="repo",
+                        timeout_s=180, raw_prompt=list(row["prompt"]), data_source=row["data_source"],
+                        reward_model=dict(row["reward_model"]), extra_info=extra_info)
     assert out.extra_fields["sandbox_error"] == 0, out.extra_fields
     assert "applied" in tokenizer.decode(out.response_ids)
     assert out.extra_fields["verdict"] == "resolved" and out.reward_score == 1.0, out.extra_fields
