@@ -20,8 +20,8 @@ The process forks before any code of the repository can run:
   only once pytest, pluggy and the reporter are imported (and checked to come from there) the
   work-tree entries of the environment's ``.pth``. ``os.environ`` is replaced whole (no
   ``PYTEST_ADDOPTS`` / ``PYTEST_PLUGINS``; plugin autoload off: the environment's own pytest11
-  plugins are named with ``-p``), byte code is cached under a fresh ``sys.pycache_prefix`` (no
-  ``.pyc`` from the work tree is used).
+  plugins are named with ``-p``); once the runner is imported, byte code is cached under a fresh
+  ``sys.pycache_prefix`` (no ``.pyc`` from the work tree is used).
 
 ``locate ROOT FILE...`` (on the host, over the pristine snapshot): pytest's own answer to "which
 configuration file and rootdir would this run use", as JSON.
@@ -136,7 +136,6 @@ def run_child(spec: dict, rec_w: int, log_w: int) -> None:
         key = spec.pop("nonce").encode()
         os.environ.clear()
         os.environ.update(spec["env"])
-        sys.pycache_prefix = tempfile.mkdtemp(prefix="pycache-", dir="/tmp")
         repo_paths = _site(spec["site_packages"])
         send = _sender(fd, key)
         del key
@@ -156,6 +155,9 @@ def run_child(spec: dict, rec_w: int, log_w: int) -> None:
             sys.stderr.write(f"launcher: the test runner does not come from the environment: {foreign}\n")
             os._exit(EXIT_NO_RUNNER)
         send("start", pytest=pytest.__version__, runner=runner_files, shadows=_shadows(repo_paths, blob_sha))
+        # from here on byte code is compiled afresh: a .pyc the work tree holds is never used (the
+        # runner's own modules, imported above, keep their environment's cache)
+        sys.pycache_prefix = tempfile.mkdtemp(prefix="pycache-", dir="/tmp")
         sys.path.extend(repo_paths)
         os.chdir(REPO)
         plugin = reporter.Reporter(send, wanted=frozenset(spec["wanted"]), repo=REPO, trusted=trusted,
