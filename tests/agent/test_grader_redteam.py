@@ -156,6 +156,11 @@ def _attacks() -> list[Attack]:
             "_config().pluginmanager.register(_Mark())\n"))}, "tampered"),
         # 10. a nonzero exit with no failure reported
         Attack("nonzero-exit-no-failure", {"calc/__init__.py": _with_add("    pass", EVERY_FD + "os._exit(3)\n")}, "tampered"),
+        Attack("supervisor-killed", {"calc/__init__.py": _with_add("    pass", "import os\nos.kill(os.getppid(), 9)\n")},
+               "tampered"),
+        Attack("reporter-unregistered", {"calc/__init__.py": _with_add("    pass", FIND_CONFIG + (
+            "_pm = _config().pluginmanager\nfor _name, _plugin in list(_pm.list_name_plugin()):\n"
+            "    if type(_plugin).__name__ == 'Reporter':\n        _pm.unregister(_plugin)\n"))}, "unresolved"),
         # 11. pytest's reporting monkeypatched from the module under test
         Attack("monkeypatch-call-and-report", {"calc/__init__.py": _with_add("    pass", (
             "import _pytest.runner\n_orig = _pytest.runner.call_and_report\n"
