@@ -118,7 +118,8 @@ def _repo_sets(tasks: list[dict[str, Any]]) -> list[tuple[str, str, list[dict[st
             ("Repository tasks, empty patch", "rejected", [{"task": t, "patch": ""} for t in tasks])]
 
 
-_GRADE_VERDICT = {"resolved": "accepted", "unresolved": "wrong_answer", "apply_failed": "compile_error",
+_GRADE_VERDICT = {"resolved": "accepted", "unresolved": "wrong_answer", "tampered": "wrong_answer",
+                  "apply_failed": "compile_error",
                   "sandbox_error": "sandbox_error"}
 
 
