@@ -90,6 +90,7 @@ class Attack:
     expected: str  # the status the grader must give
     links: tuple = ()  # (path, symlink target)
     renames: tuple = ()  # (old, new)
+    task: str = "calc"  # "calc-tp": the same repository, with a test patch that adds tests/test_extra.py
 
 
 def _attacks() -> list[Attack]:
@@ -144,6 +145,10 @@ def _attacks() -> list[Attack]:
         Attack("test-file-rewritten-at-import", {"calc/__init__.py": _with_add("    pass", (
             "import pathlib\n_t = pathlib.Path(__file__).parent.parent / 'tests' / 'test_calc.py'\n"
             "_t.write_text(_t.read_text().replace('== 5', '== -1'))\n"))}, "tampered"),
+        Attack("test-patch-file-preempted", {"tests/test_extra.py": "def test_add_more():\n    pass\n"}, "unresolved",
+               task="calc-tp"),
+        Attack("test-patch-file-symlinked", {"calc/passing.py": "def test_add_more():\n    pass\n"}, "unresolved",
+               links=(("tests/test_extra.py", "../calc/passing.py"),), task="calc-tp"),
         # 9. tests that vanish: collection errors, skips and xfails from the code under test
         Attack("collection-error", {"calc/__init__.py": "raise ImportError('nothing to test')\n"}, "unresolved"),
         Attack("skip-at-import", {"calc/__init__.py": _with_add("    pass", "import pytest\npytest.skip('gone', allow_module_level=True)\n")},
@@ -240,6 +245,9 @@ def grade_all(root: Path, items: list[tuple[RepoTask, str]]) -> list:
     return asyncio.run(main())
 
 
+EXTRA = "tests/test_extra.py::test_add_more"
+
+
 def calc_task(root: Path) -> RepoTask:
     sha, gold = make_repo(root / "repos", "calc", CALC, CALC_FIX)
     return RepoTask(instance_id="redteam__calc-1", repo="redteam/calc", base_commit=sha,
@@ -249,28 +257,33 @@ def calc_task(root: Path) -> RepoTask:
 
 @pytest.fixture(scope="module")
 def redteam(tmp_path_factory):
-    """Every attack (and the calc gold patch) graded once, three sandboxes at a time."""
+    """Every attack (and the gold patch of both tasks) graded once, three sandboxes at a time."""
     root = tmp_path_factory.mktemp("redteam")
     task = calc_task(root)
     snapshot = RepoStore(root / "repos", root / "cache").snapshot(task.repo, task.base_commit)
-    diffs = [make_diff(snapshot, root / "scratch", a) for a in ATTACKS]
-    results = grade_all(root, [(task, task.gold_patch), *((task, d) for d in diffs)])
-    return task, results[0], dict(zip((a.id for a in ATTACKS), results[1:], strict=True))
+    test_patch = make_diff(snapshot, root / "scratch", Attack("test patch", {"tests/test_extra.py": (
+        "from calc import add\n\n\ndef test_add_more():\n    assert add(10, 5) == 15\n")}, ""))
+    tasks = {"calc": task, "calc-tp": dataclasses.replace(task, instance_id="redteam__calc-2", test_patch=test_patch,
+                                                           fail_to_pass=(EXTRA,), pass_to_pass=(SUB,))}
+    diffs = [(tasks[a.task], make_diff(snapshot, root / "scratch", a)) for a in ATTACKS]
+    results = grade_all(root, [*((t, t.gold_patch) for t in tasks.values()), *diffs])
+    return results[:2], dict(zip((a.id for a in ATTACKS), results[2:], strict=True))
 
 
 def test_calc_gold_resolves(redteam):
-    _, gold, _ = redteam
-    assert (gold.status, gold.reward, gold.findings) == ("resolved", 1.0, []), gold
+    golds, _ = redteam
+    for gold in golds:
+        assert (gold.status, gold.reward, gold.findings) == ("resolved", 1.0, []), gold
 
 
 @pytest.mark.parametrize("attack", ATTACKS, ids=[a.id for a in ATTACKS])
 def test_attack_is_not_resolved(redteam, attack):
-    _, _, results = redteam
+    _, results = redteam
     r = results[attack.id]
     assert not r.resolved and r.reward == 0.0, f"ATTACK SUCCEEDED: {attack.id}: {r}"
     assert r.status == attack.expected, (r.status, r.findings, r.message, r.log_tail[-1500:])
     if r.status == "unresolved":  # the fix is not there, and the verdicts say so
-        assert r.fail_to_pass[ADD] != "PASSED", r
+        assert "PASSED" not in r.fail_to_pass.values(), r
 
 
 # ---------------------------------------------------------------------------- item 2: no false fails

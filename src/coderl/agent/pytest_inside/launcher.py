@@ -211,9 +211,9 @@ def _load_reporter():  # type: ignore[no-untyped-def]
 def _import_builtin_plugins() -> None:
     """pytest's own plugin modules, imported now (from the environment) rather than while the
     work tree is on sys.path, so they are part of what the reporter watches."""
-    from _pytest.config import default_plugins, essential_plugins
+    import _pytest.config as config
 
-    for name in (*essential_plugins, *default_plugins):
+    for name in (*getattr(config, "essential_plugins", ()), *getattr(config, "default_plugins", ())):
         try:
             importlib.import_module(f"_pytest.{name}")
         except ImportError:
@@ -223,8 +223,10 @@ def _import_builtin_plugins() -> None:
 def _env_plugins(site_packages: str) -> list[str]:
     """The ``pytest11`` entry points the task's environment installs (autoload is off: a
     ``.dist-info`` in the work tree must not add a plugin), as ``-p`` module names."""
-    from importlib.metadata import distributions
-
+    try:
+        from importlib.metadata import distributions
+    except ImportError:  # Python before 3.8: no plugins but pytest's own
+        return []
     names = []
     for dist in distributions(path=[site_packages]):
         for ep in dist.entry_points:
