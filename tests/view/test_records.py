@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from coderl.cli import main
-from coderl.records.code import response_turns
+from coderl.records.code import response_sha1, response_turns
 from coderl.records.writer import RecordSettings, record_safely, write_record
 from coderl.view.page import build_page
 from coderl.view.reader import overview, read_run
@@ -146,3 +146,21 @@ def test_view_command_answers_bad_arguments_in_one_line(tmp_path, capsys):
     assert "--out is a directory" in capsys.readouterr().err
     assert main(["view", str(tmp_path), "--out", str(tmp_path / "v.html")]) == 0  # nothing to show: still a page
     assert "0 samples" in capsys.readouterr().out and (tmp_path / "v.html").stat().st_size > 1000
+
+
+def test_prompt_from_verls_rollout_dump_when_the_reward_had_none(tmp_path):
+    """verl's v1 trainer hands the reward no prompt; the rollout dump beside the records has it,
+    keyed by the response text. Two prompts with the same response at one step: left empty."""
+    (tmp_path / "records").mkdir()
+    (tmp_path / "rollouts").mkdir()
+    rows = [("p1", "answer A"), ("p2", "answer B"), ("p3", "same"), ("p4", "same")]
+    (tmp_path / "rollouts" / "1.jsonl").write_text("".join(
+        json.dumps({"input": p, "output": o, "step": 1, "score": 0.0}) + "\n" for p, o in rows) + "garbage\n")
+    (tmp_path / "records" / "1.jsonl").write_text("".join(
+        json.dumps({"prompt": [], "response_sha1": response_sha1(o), "step": 1}) + "\n"
+        for o in ("answer B", "same", "unknown")))
+    run = read_run(tmp_path)
+    assert [s["prompt"] for s in run.samples] == [
+        [{"role": "prompt", "content": "p2", "source": "verl's rollout dump"}], [], []]
+    assert run.skipped == [{"path": "rollouts/1.jsonl", "line": 5,
+                            "reason": "not a rollout dump line (input, output, step)"}]

@@ -2,7 +2,9 @@
 
 verl gives the reward the decoded response (assistant turns, tool calls and tool responses, with
 special tokens skipped) and an ``extra_info`` into which the agent loop's ``extra_fields`` are
-merged: ``raw_prompt`` (the prompt's messages, added by verl's AgentLoopWorker) and
+merged: ``raw_prompt`` (the prompt's messages, added by verl's AgentLoopWorker; the v1 trainer's
+transfer-queue worker, main_ppo's default, does not add it: the viewer then takes the prompt from
+verl's ``rollout_data_dir`` dump, matched by ``response_sha1``, the response text's hash) and
 ``extras["coderl_tool_runs"]`` (each sandbox call's request and result, put there by our
 `coderl.tools.code_interpreter` tool through the trajectory's ``agent_data``). The judge's reply
 holds the per-test verdicts. No extra pass over the model or the sandbox is made for a record.
@@ -10,6 +12,7 @@ holds the per-test verdicts. No extra pass over the model or the sandbox is made
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from typing import Any
@@ -32,9 +35,15 @@ def code_record(data_source: str, solution_str: str, extra_info: dict[str, Any],
             "tests_passed": scored.get("tests_passed", 0), "tests_total": scored.get("tests_total", 0),
             "judge_s": scored.get("judge_s", 0.0), "error": scored.get("error", ""),
             "prompt": messages(extra_info.get("raw_prompt")), "turns": response_turns(solution_str),
+            "response_sha1": response_sha1(solution_str),
             "tool_runs": [dict(r) for r in ((extra_info.get("extras") or {}).get(TOOL_RUNS_KEY) or [])
                           if isinstance(r, dict)],
             "answer": answer, "judge": judge_details(judged)}
+
+
+def response_sha1(response: str) -> str:
+    """The key joining a record to verl's rollout dump line of the same response (its ``output``)."""
+    return hashlib.sha1(response.encode("utf-8", "replace")).hexdigest()
 
 
 def messages(raw: Any) -> list[dict[str, str]]:

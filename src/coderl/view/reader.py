@@ -4,7 +4,10 @@ file) is listed with the reason, so a half-written or foreign directory still gi
 
 Where records are looked for: ``RUN/records`` and ``RUN/*/records`` (the smoke run keeps its
 training under ``RUN/rl``), written by `coderl.records`. A run from before records existed has only
-the reward's ``reward_samples`` (same layout, fewer fields): those are read instead.
+the reward's ``reward_samples`` (same layout, fewer fields): those are read instead. A code record
+without its prompt (verl's v1 trainer does not hand the reward one) gets it from verl's rollout dump
+beside it (``rollouts/<step>.jsonl``, ``trainer.rollout_data_dir`` in our scripts): the line whose
+``output`` hashes to the record's ``response_sha1`` at the same step, if exactly one prompt does.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from coderl.records.code import response_sha1
 
 STEP_FILE = re.compile(r"^(\d+|nostep)\.jsonl$")
 ACCEPTED = ("accepted", "resolved")
@@ -51,8 +56,34 @@ def read_run(run_dir: Path) -> RunRecords:
             run.skip(run_dir, "no records/ (or reward_samples/) folder here or one level down: nothing to show")
     for folder in folders:
         run.sources.append(run._rel(folder))
+        first = len(run.samples)
         _read_folder(run, folder, "train")
+        _prompts_from_rollouts(run, folder.parent / "rollouts", run.samples[first:])
     return run
+
+
+def _prompts_from_rollouts(run: RunRecords, rollouts: Path, samples: list[dict[str, Any]]) -> None:
+    wanted = [s for s in samples if not s.get("prompt") and s.get("response_sha1") and s["split"] == "train"]
+    if not wanted or not rollouts.is_dir():
+        return
+    inputs: dict[tuple[int | None, str], set[str]] = {}
+    for path in sorted(rollouts.glob("*.jsonl"), key=_file_order):
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            run.skip(path, f"unreadable: {exc.strerror or exc}")
+            continue
+        for number, line in enumerate(text.splitlines(), 1):
+            try:
+                row = json.loads(line)
+                key = (row.get("step"), response_sha1(str(row["output"])))
+                inputs.setdefault(key, set()).add(str(row["input"]))
+            except (json.JSONDecodeError, KeyError, TypeError, AttributeError):
+                run.skip(path, "not a rollout dump line (input, output, step)", number)
+    for sample in wanted:
+        found = inputs.get((sample["step"], sample["response_sha1"]), set())
+        if len(found) == 1:
+            sample["prompt"] = [{"role": "prompt", "content": next(iter(found)), "source": "verl's rollout dump"}]
 
 
 def _folders(run_dir: Path, name: str) -> list[Path]:

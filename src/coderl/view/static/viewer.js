@@ -168,7 +168,8 @@ function messageHtml(m) {
     const code = c.arguments && typeof c.arguments === "object" && c.arguments.code;
     calls += `<div class="call"><b>tool call: ${esc(c.name)}</b>${c.ill_formed ? " (ill-formed)" : ""}<pre>${esc(code || args)}</pre></div>`;
   }
-  return `<div class="msg ${esc(m.role)}"><b class="role">${esc(m.role)}</b><pre>${esc(m.content)}</pre>${calls}</div>`;
+  const source = m.source ? ` (from ${esc(m.source)})` : "";
+  return `<div class="msg ${esc(m.role)}"><b class="role">${esc(m.role)}${source}</b><pre>${esc(m.content)}</pre>${calls}</div>`;
 }
 function diffHtml(diff) {
   return `<pre class="diff">` + diff.split("\n").map((l) => {
