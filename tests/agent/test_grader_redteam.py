@@ -310,8 +310,11 @@ SRCLIB = {  # importable only through the repository's own pytest configuration 
                        'pythonpath = ["src"]\npython_files = ["check_*.py"]\naddopts = "--strict-markers"\n'
                        'markers = ["slow: a slow check"]\n'),
     "src/srclib/__init__.py": "def double(x):\n    return x + x + 1\n",
-    "tests/check_double.py": ("import pytest\n\nfrom srclib import double\n\n\n@pytest.mark.slow\n"
-                              "def test_double():\n    assert double(2) == 4\n\n\ndef test_type():\n    assert isinstance(double(1), int)\n"),
+    "src/srclib/cli.py": "import sys\n\n\ndef main():\n    exit(2)\n\n\ndef prefix():\n    return sys.prefix\n",
+    "tests/check_double.py": ("import os\n\nimport pytest\n\nfrom srclib import cli, double\n\n\n@pytest.mark.slow\n"
+                              "def test_double():\n    assert double(2) == 4\n\n\ndef test_type():\n    assert isinstance(double(1), int)\n\n\n"
+                              "def test_cli_exits():  # the exit builtin, as site gives it\n    with pytest.raises(SystemExit):\n        cli.main()\n\n\n"
+                              "def test_prefix_is_the_environment():\n    assert cli.prefix() == os.environ['VIRTUAL_ENV']\n"),
 }
 SRCLIB_FIX = {"src/srclib/__init__.py": "def double(x):\n    return x + x\n"}
 
@@ -327,7 +330,9 @@ def test_swe_shaped_rows_resolve_with_their_gold_patch_and_not_without(tmp_path)
     sha, gold = make_repo(tmp_path / "repos", "srclib", SRCLIB, SRCLIB_FIX)
     srclib = RepoTask(instance_id="redteam__srclib-1", repo="redteam/srclib", base_commit=sha, problem_statement="",
                       fail_to_pass=("tests/check_double.py::test_double",),
-                      pass_to_pass=("tests/check_double.py::test_type",), gold_patch=gold, env=ENV)
+                      pass_to_pass=tuple(f"tests/check_double.py::{t}" for t in ("test_type", "test_cli_exits",
+                                                                                  "test_prefix_is_the_environment")),
+                      gold_patch=gold, env=ENV)
     results = grade_all(tmp_path, [(shapes, shapes.gold_patch), (srclib, srclib.gold_patch), (shapes, ""), (srclib, "")])
     for r in results[:2]:
         assert (r.status, r.reward, r.findings) == ("resolved", 1.0, []), r

@@ -173,10 +173,16 @@ def run_child(spec: dict, rec_w: int, log_w: int) -> None:
 
 
 def _site(site_packages: str) -> list[str]:
-    """The environment's site-packages on sys.path (its ``.pth`` files read); the work-tree
-    entries they add are taken off and returned, to be put back once the runner is imported."""
+    """What ``site`` does for a virtualenv, less what reads the work tree: ``sys.prefix`` is the
+    environment, its site-packages on sys.path (its ``.pth`` files read), the ``exit`` / ``quit`` /
+    ``help`` builtins (code under test calls them). The work-tree entries the ``.pth`` files add are
+    taken off and returned, to be put back once the runner is imported."""
     import site
 
+    sys.prefix = sys.exec_prefix = os.path.dirname(os.path.dirname(os.path.dirname(site_packages)))
+    site.setquit()
+    site.setcopyright()
+    site.sethelper()
     before = set(sys.path)
     site.addsitedir(site_packages)
     repo = [p for p in sys.path if p not in before and (p == REPO or p.startswith(REPO + "/"))]
