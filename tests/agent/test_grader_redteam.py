@@ -415,3 +415,10 @@ def test_grading_sandbox_boundary(tmp_path):
     while _processes_with(f"sleep {token}") and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not _processes_with(f"sleep {token}"), "the daemon the tests started outlived the grading run"
+
+
+def test_an_environment_without_pytest_is_the_tasks_fault(tmp_path):
+    """No pytest in the task's environment: sandbox_error (masked), never a verdict on the patch."""
+    task = dataclasses.replace(calc_task(tmp_path), env=EnvSpec(requirements=()))
+    (r,) = grade_all(tmp_path, [(task, task.gold_patch)])
+    assert (r.status, r.reward) == ("sandbox_error", None) and "pytest" in r.message, r

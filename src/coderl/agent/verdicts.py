@@ -27,10 +27,10 @@ import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from coderl.agent.pytest_inside.launcher import EXIT_LAUNCHER, EXIT_NO_RUNNER
 from coderl.sandbox.session import ExecResult
 
 PASSING = frozenset({"PASSED", "XPASS"})
-EXIT_NO_RUNNER, EXIT_LAUNCHER = 71, 70  # the launcher's own exits, before any code of the repository ran
 _PYTEST_EXITS = {2: "pytest was interrupted (a collection error, or the run was stopped)", 3: "pytest hit an internal error",
                  4: "pytest rejected its command line or configuration", 5: "pytest collected no tests"}
 

@@ -47,6 +47,7 @@ RUNNER_NAMES = frozenset({"pytest", "_pytest", "pluggy", "py", "iniconfig", "pac
 WATCHED_PREFIXES = ("pytest", "_pytest", "pluggy", "coderl_grading_reporter")
 DRAIN_AFTER_EXIT_S = 0.2
 EXIT_NO_RUNNER = 71  # the environment has no usable pytest: the task's fault, never the agent's
+EXIT_LAUNCHER = 70  # the launcher itself failed (before the run starts: ours; after: the run's)
 
 
 def blob_sha(path: str) -> str:
@@ -169,7 +170,7 @@ def run_child(spec: dict, rec_w: int, log_w: int) -> None:
         os._exit(int(ret))
     except BaseException as exc:  # noqa: BLE001 - report and die, never fall back into the supervisor's code
         os.write(2, f"launcher: {type(exc).__name__}: {exc}\n".encode())
-        os._exit(70)
+        os._exit(EXIT_LAUNCHER)
 
 
 def _site(site_packages: str) -> list[str]:
