@@ -20,7 +20,7 @@ from coderl.sandbox import isolation, languages, probe, seccomp
 from coderl.sandbox.cgroups import CgroupManager
 from coderl.sandbox.languages import Language, LanguageInfo
 from coderl.sandbox.program import Program, RunInput
-from coderl.sandbox.result import CompileResult, Execution, Limits, RunResult, RunStatus
+from coderl.sandbox.result import STOPPED, CompileResult, Execution, Limits, RunResult, RunStatus
 from coderl.sandbox.slot import Slot, SlotConfig
 
 ISOLATION_MODES = ("bwrap", "none")
@@ -186,7 +186,7 @@ class Engine:
                     break
                 done.append(mle)
                 if len(done) == len(runs) or (stop is not None and stop(len(done) - 1, mle)):
-                    done += [RunResult.skipped("stopped after an earlier failure")] * (len(runs) - len(done))
+                    done += [RunResult.skipped(STOPPED)] * (len(runs) - len(done))
                     failure = None
                     break
                 continue

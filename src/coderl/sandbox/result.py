@@ -85,6 +85,8 @@ class RunResult(RunRecord):
         return data
 
 
+STOPPED = "stopped after an earlier failure"  # a skipped record's message once a stop rule fired (as the runner's)
+
 _CUT = WIRE_FIELDS.index("stdout_truncated")  # the JSON API's order (docs/api.md): output before its flags
 _RECORD_FIELDS = (*WIRE_FIELDS[:_CUT], "stdout", "stderr", *WIRE_FIELDS[_CUT:])
 

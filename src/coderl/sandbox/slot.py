@@ -21,7 +21,7 @@ from coderl.errors import NOT_RECEIVED, SlotFailure
 from coderl.sandbox import isolation, seccomp
 from coderl.sandbox.cgroups import CgroupManager, SlotCgroup
 from coderl.sandbox.program import RunInput
-from coderl.sandbox.result import CompileResult, Limits, RunResult
+from coderl.sandbox.result import STOPPED, CompileResult, Limits, RunResult
 from coderl.sandbox.wire import HEADER, MAX_HEADER, encode_frame, oom_kills
 
 _START_TIMEOUT_S = 20.0
@@ -173,6 +173,8 @@ class Slot:
                 if reply.get("done"):
                     break
                 result = RunResult.from_frame(reply, *out) if out else RunResult.skipped(reply.get("message", ""))
+                if stop_sent:  # run before the runner read the stop (a fast test): skipped all the same
+                    result = RunResult.skipped(STOPPED)
                 results.append(result)
                 if stop is not None and not stop_sent and stop(reply["index"], result):
                     stop_sent = True
