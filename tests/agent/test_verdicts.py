@@ -100,6 +100,13 @@ def test_the_launchers_own_exit_is_a_sandbox_error_only_before_the_run_starts():
     assert before.status == "sandbox_error" and after.status == "unresolved", (before, after)
 
 
+def test_records_cut_by_the_output_limit_are_unresolved():
+    run = run_of(passing(), stdout_truncated=True)
+    cut = ExecResult(**{**run.__dict__, "stdout": run.stdout[:len(run.stdout) // 2]})  # ends mid-record
+    v = verdict(cut)
+    assert (v.status, v.message) == ("unresolved", "the run's records exceeded the output limit"), v
+
+
 def test_no_end_of_run_is_unresolved_when_timed_out_and_tampered_otherwise():
     timed_out = verdict(run_of(passing()[:3], None, timed_out=True))
     vanished = verdict(run_of(passing()[:3], None))

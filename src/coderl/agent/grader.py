@@ -47,9 +47,10 @@ from coderl.errors import SandboxError
 from coderl.sandbox.session import Session, SessionHost, SessionLimits
 
 GRADE_STATUSES = ("resolved", "unresolved", "tampered", "apply_failed", "sandbox_error")
-# 4 MiB of records per stream: the reporter's records of a few thousand tests fit
+# 16 MiB per stream: the reporter's records take about 1 KiB per FAIL_TO_PASS / PASS_TO_PASS test,
+# so some 15,000 fit (a run whose records are cut is unresolved, never scored on part of them)
 DEFAULT_GRADE_LIMITS = SessionLimits(episode_s=900.0, exec_s=600.0, memory_mb=4096, max_processes=512,
-                                     output_kb=4096)
+                                     output_kb=16384)
 
 
 @dataclass(frozen=True)

@@ -61,10 +61,18 @@ def read_stream(stdout: str, nonce: str) -> _Stream:
         if out.exit is not None:
             out.findings.append("output after the supervisor's last line")
             break
-        if tag == "E" and out.protected is None and not out.records:
-            out.protected = json.loads(body)["protected"]
-        elif tag == "X":
-            out.exit = json.loads(body)
+        if tag in ("E", "X"):
+            try:
+                value = json.loads(body)
+            except ValueError:
+                out.findings.append(f"an unreadable supervisor line: {line[:120]!r}")
+                continue
+            if tag == "X":
+                out.exit = value
+            elif out.protected is None and not out.records:
+                out.protected = value["protected"]
+            else:
+                out.findings.append("the protected files' hashes after the run began")
         elif tag == "R":
             mac, _, text = body.partition(" ")
             expected = hmac.new(key, text.encode(), hashlib.sha256).hexdigest()
@@ -96,8 +104,11 @@ def decide(run: ExecResult, nonce: str, fail_to_pass: tuple[str, ...], pass_to_p
     per_test = _per_test(kinds)
     f2p = {t: per_test.get(t, ("missing", False))[0] for t in fail_to_pass}
     p2p = {t: per_test.get(t, ("missing", False))[0] for t in pass_to_pass}
+    cut = _cut_short(run)
+    if cut:  # the records may end in the middle of a line: what they hold is not judged
+        return RunVerdicts("unresolved", f2p, p2p, message=cut)
     findings = [*stream.findings, *_consistency(kinds), *_files(kinds, stream.protected or {}, base)]
-    why = _incomplete(run, stream, kinds, findings)
+    why = _incomplete(stream, kinds, findings)
     if findings:
         return RunVerdicts("tampered", f2p, p2p, findings, "; ".join(findings)[:1000])
     if why:
@@ -181,15 +192,20 @@ def _files(kinds: dict, protected: dict, base: dict[str, str]) -> list[str]:
     return found
 
 
-def _incomplete(run: ExecResult, stream: _Stream, kinds: dict, findings: list[str]) -> str:
-    """Why the run's verdicts cannot stand ('' when they can); adds to ``findings`` what only a
-    patch working against the grader causes."""
+def _cut_short(run: ExecResult) -> str:
+    """Why the sandbox ended the run before it could finish ('' when it did not)."""
     if run.timed_out:
         return "tests timed out"
     if run.oom_killed:
         return "out of memory"
     if run.stdout_truncated or run.output_limit:
         return "the run's records exceeded the output limit"
+    return ""
+
+
+def _incomplete(stream: _Stream, kinds: dict, findings: list[str]) -> str:
+    """Why the run's verdicts cannot stand ('' when they can); adds to ``findings`` what only a
+    patch working against the grader causes."""
     if stream.exit is None:
         findings.append("the supervisor did not report how the test process ended")
         return ""

@@ -197,7 +197,7 @@ def _sender(fd: int, key: bytes):  # type: ignore[no-untyped-def]
     dumps, new, sha256, write = json.dumps, hmac.new, hashlib.sha256, os.write
 
     def send(kind: str, **fields: object) -> None:
-        text = dumps({"seq": next(seq), "kind": kind, **fields}, sort_keys=True, ensure_ascii=True).encode()
+        text = dumps({"seq": next(seq), "kind": kind, **fields}, separators=(",", ":"), ensure_ascii=True).encode()
         line = new(key, text, sha256).hexdigest().encode() + b" " + text + b"\n"
         while line:
             line = line[write(fd, line):]
