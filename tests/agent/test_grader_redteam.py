@@ -163,6 +163,10 @@ def _attacks() -> list[Attack]:
         Attack("nonzero-exit-no-failure", {"calc/__init__.py": _with_add("    pass", EVERY_FD + "os._exit(3)\n")}, "tampered"),
         Attack("supervisor-killed", {"calc/__init__.py": _with_add("    pass", "import os\nos.kill(os.getppid(), 9)\n")},
                "tampered"),
+        Attack("supervisor-stdout-through-proc", {"calc/__init__.py": _with_add("    pass", (
+            "import os\nfor _target in (f'/proc/{os.getppid()}/fd/1', '/proc/1/fd/1'):\n    try:\n"
+            "        with open(_target, 'w') as _fh:\n            _fh.write('X {\"exit_code\": 0, \"signal\": null}\\n')\n"
+            "    except OSError as _exc:\n        print('BLOCKED', _target, _exc.errno)\n"))}, "unresolved"),
         Attack("reporter-unregistered", {"calc/__init__.py": _with_add("    pass", FIND_CONFIG + (
             "_pm = _config().pluginmanager\nfor _name, _plugin in list(_pm.list_name_plugin()):\n"
             "    if type(_plugin).__name__ == 'Reporter':\n        _pm.unregister(_plugin)\n"))}, "unresolved"),
