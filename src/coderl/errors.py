@@ -131,16 +131,18 @@ class SlotFailure(SandboxError):
     """An isolated runner died, hung, or broke the protocol. What did arrive before it failed
     travels with it, so the engine can resume after it on a fresh slot: ``compiled`` (the compile
     record, a ``sandbox.result.CompileResult``; None when nothing was compiled, `NOT_RECEIVED` when
-    no reply came), ``partial`` (the ``RunResult`` records that came) and ``oom_killed`` (the slot's
-    cgroup saw an out-of-memory kill: the program's doing, a verdict rather than our fault). The
-    records are typed ``Any`` here, as this module imports nothing from the layers above it."""
+    no reply came), ``partial`` (the ``RunResult`` records that came), ``oom_killed`` (the slot's
+    cgroup saw an out-of-memory kill: the program's doing, a verdict rather than our fault) and
+    ``stopped`` (the stop rule had already fired on a record in ``partial``: the rest is skipped, not
+    resumed). The records are typed ``Any`` here, as this module imports nothing from the layers above it."""
 
     def __init__(self, message: str, *, compiled: Any = NOT_RECEIVED, partial: list[Any] | None = None,
-                 oom_killed: bool = False) -> None:
+                 oom_killed: bool = False, stopped: bool = False) -> None:
         super().__init__(message)
         self.compiled = compiled
         self.partial = partial or []
         self.oom_killed = oom_killed
+        self.stopped = stopped
 
 
 class SessionFailure(SandboxError):

@@ -75,6 +75,21 @@ def test_refuses_to_start_without_bubblewrap(monkeypatch, tmp_path):
         asyncio.run(Engine(slots=1).start())
 
 
+def _kill_runners(engine: BlockingEngine) -> int:
+    """SIGKILL every slot's runner (a runner dying on its own); returns how many were killed."""
+    killed = 0
+    for slot in engine.engine._slots:
+        for pid in _descendants(slot._proc.pid) if slot._proc else ():
+            try:
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"runner.py" in cmd:
+                os.kill(pid, signal.SIGKILL)
+                killed += 1
+    return killed
+
+
 def test_runner_killed_mid_batch_is_retried_transparently(engine):
     src = "import time\ntime.sleep(0.05)\nprint(input())"
     inputs = [f"{i}\n".encode() for i in range(40)]
@@ -83,15 +98,8 @@ def test_runner_killed_mid_batch_is_retried_transparently(engine):
     def assassin():
         # mid-batch: a slot has taken the 40 tests (they take seconds), so its runner is in the middle
         wait_for(lambda: engine.engine.busy, lambda busy: busy >= 1, what="the batch running on a slot")
-        for slot in engine.engine._slots:
-            for pid in _descendants(slot._proc.pid) if slot._proc else ():
-                try:
-                    cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
-                except OSError:
-                    continue
-                if b"runner.py" in cmd:
-                    os.kill(pid, signal.SIGKILL)
-                    killed.set()
+        if _kill_runners(engine):
+            killed.set()
 
     threading.Thread(target=assassin, daemon=True).start()
     ex = engine.execute(Program("python", src), inputs, Limits(cpu_s=2, wall_s=5))
@@ -109,6 +117,22 @@ def test_stop_rule_skips_the_rest(engine):
                         [b"1", b"2", b"3", b"4"], stop=lambda i, r: not r.ok)
     assert [r.status for r in ex.results][:2] == [RunStatus.OK, RunStatus.RUNTIME_ERROR]
     assert ex.results[-1].status is RunStatus.SKIPPED
+
+
+def test_a_runner_dying_after_the_stop_rule_fired_runs_nothing_more(engine):
+    """The stop rule fired, then the runner died before its batch's end: the engine replaced the slot
+    and resumed the rest as if nothing had stopped (seen once in a loaded full run: the last input
+    ran, OK). Inputs 3 and 4 sleep, so the runner is killed in the middle of input 3."""
+    def stop_and_kill_the_runner(index: int, result) -> bool:
+        if result.ok:
+            return False
+        assert _kill_runners(engine) >= 1, "no runner to kill"
+        return True
+
+    src = "import time\nx = int(input())\nassert x != 2\nif x > 2:\n    time.sleep(1)\nprint(x)"
+    ex = engine.execute(Program("python", src), [b"1", b"2", b"3", b"4"], stop=stop_and_kill_the_runner)
+    assert [r.status for r in ex.results] == [RunStatus.OK, RunStatus.RUNTIME_ERROR, RunStatus.SKIPPED,
+                                              RunStatus.SKIPPED], [(r.status, r.message) for r in ex.results]
 
 
 def test_total_time_budget(engine):

@@ -178,6 +178,10 @@ class Engine:
             if failure is None:
                 break
             slot = await self._replace(slot)
+            if failure.stopped:  # the stop rule fired before the slot failed: nothing more is run
+                done += [RunResult.skipped(STOPPED)] * (len(runs) - len(done))
+                failure = None
+                break
             if failure.oom_killed:  # the program exhausted its memory: its verdict
                 mle = RunResult(status=RunStatus.MEMORY_LIMIT,
                                 message=f"memory limit {limits.memory_mb} MiB exceeded (out-of-memory kill)")

@@ -183,7 +183,7 @@ class Slot:
             self.healthy = False
             raise
         except SlotFailure as exc:
-            exc.compiled, exc.partial = compiled, results
+            exc.compiled, exc.partial, exc.stopped = compiled, results, stop_sent
             # The slot's cgroup holds this one submission: an OOM kill there is the program's doing
             # (it can take the runner down by filling tmpfs), so it is a verdict, not our fault.
             exc.oom_killed = self._oom_kills() > oom_at_start
