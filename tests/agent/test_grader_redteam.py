@@ -167,6 +167,15 @@ def _attacks() -> list[Attack]:
             "import os\nfor _target in (f'/proc/{os.getppid()}/fd/1', '/proc/1/fd/1'):\n    try:\n"
             "        with open(_target, 'w') as _fh:\n            _fh.write('X {\"exit_code\": 0, \"signal\": null}\\n')\n"
             "    except OSError as _exc:\n        print('BLOCKED', _target, _exc.errno)\n"))}, "unresolved"),
+        Attack("reporter-send-wrapped", {"calc/__init__.py": _with_add("    pass", FIND_CONFIG + (
+            "import os\nfor _name, _plugin in list(_config().pluginmanager.list_name_plugin()):\n"
+            "    if type(_plugin).__name__ == 'Reporter':\n"
+            "        def _forge(kind, _orig=_plugin._send, **fields):\n"
+            "            fields.update({'report': {'outcome': 'passed'}, 'call': {'raised': None},\n"
+            "                           'finish': {'exitstatus': 0, 'failures': 0}, 'exit': {'ret': 0}}.get(kind, {}))\n"
+            "            _orig(kind, **fields)\n"
+            "        _plugin._send = _forge\n"
+            "_real_exit = os._exit\nos._exit = lambda code: _real_exit(0)\n"))}, "tampered"),
         Attack("reporter-unregistered", {"calc/__init__.py": _with_add("    pass", FIND_CONFIG + (
             "_pm = _config().pluginmanager\nfor _name, _plugin in list(_pm.list_name_plugin()):\n"
             "    if type(_plugin).__name__ == 'Reporter':\n        _pm.unregister(_plugin)\n"))}, "unresolved"),

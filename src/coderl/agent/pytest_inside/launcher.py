@@ -127,6 +127,7 @@ def supervise(pid: int, rec_r: int, log_r: int, protected: dict) -> None:
 
 def run_child(spec: dict, rec_w: int, log_w: int) -> None:
     """pytest under the pinned configuration; never returns."""
+    _exit = os._exit  # bound before any code of the repository runs, which could replace os._exit
     try:
         os.dup2(log_w, 1)
         os.dup2(log_w, 2)
@@ -145,7 +146,7 @@ def run_child(spec: dict, rec_w: int, log_w: int) -> None:
             import pytest
         except ImportError as exc:
             sys.stderr.write(f"launcher: the task's environment has no pytest: {exc}\n")
-            os._exit(EXIT_NO_RUNNER)
+            _exit(EXIT_NO_RUNNER)
         reporter = _load_reporter()
         plugins = _env_plugins(spec["site_packages"])
         _import_builtin_plugins()
@@ -154,7 +155,7 @@ def run_child(spec: dict, rec_w: int, log_w: int) -> None:
         foreign = {name: f for name, f in runner_files.items() if not reporter.under(f, trusted[:3])}
         if foreign:
             sys.stderr.write(f"launcher: the test runner does not come from the environment: {foreign}\n")
-            os._exit(EXIT_NO_RUNNER)
+            _exit(EXIT_NO_RUNNER)
         send("start", pytest=pytest.__version__, runner=runner_files, shadows=_shadows(repo_paths, blob_sha))
         # from here on byte code is compiled afresh: a .pyc the work tree holds is never used (the
         # runner's own modules, imported above, keep their environment's cache)
@@ -163,14 +164,15 @@ def run_child(spec: dict, rec_w: int, log_w: int) -> None:
         os.chdir(REPO)
         plugin = reporter.Reporter(send, wanted=frozenset(spec["wanted"]), repo=REPO, trusted=trusted,
                                    blob=blob_sha, watched=_watched_modules(), runner_names=RUNNER_NAMES)
-        ret = pytest.main([*spec["args"], *(a for p in plugins for a in ("-p", p))], plugins=[plugin])
-        plugin.finish_run(int(ret))
+        fixed = {name: getattr(plugin, name) for name in reporter.FIXED_ATTRIBUTES}
+        ret = int(pytest.main([*spec["args"], *(a for p in plugins for a in ("-p", p))], plugins=[plugin]))
+        send("exit", ret=ret, replaced=plugin.replaced(fixed))  # our own send, not the plugin's
         sys.stdout.flush()
         sys.stderr.flush()
-        os._exit(int(ret))
+        _exit(ret)
     except BaseException as exc:  # noqa: BLE001 - report and die, never fall back into the supervisor's code
         os.write(2, f"launcher: {type(exc).__name__}: {exc}\n".encode())
-        os._exit(EXIT_LAUNCHER)
+        _exit(EXIT_LAUNCHER)
 
 
 def _site(site_packages: str) -> list[str]:

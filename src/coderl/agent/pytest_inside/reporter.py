@@ -31,6 +31,8 @@ import sys
 import pytest
 
 MAX_OTHER_FAILURES = 50
+# what a Reporter holds from start to end (the rest is counts and state it rebinds as it goes)
+FIXED_ATTRIBUTES = ("_send", "_wanted", "_repo", "_trusted", "_blob", "_watched", "_runner_names", "_functions", "_ids")
 
 
 def under(path: str, prefixes: tuple[str, ...]) -> bool:
@@ -110,10 +112,14 @@ class Reporter:
         self._send("finish", exitstatus=int(exitstatus), failures=self._failures, setups=self._setups,
                    collected=session.testscollected, shadowed=self._shadowed(), replaced=self._hooks_replaced())
 
-    def finish_run(self, ret: int) -> None:
-        """Called by the launcher once ``pytest.main`` returned: every fixture is torn down and
-        pytest has undone its own monkeypatches (``legacypath`` patches ``Config`` while it runs)."""
-        self._send("exit", ret=ret, replaced=self._functions_replaced())
+    def replaced(self, fixed: dict) -> list[str]:
+        """Called by the launcher once ``pytest.main`` returned (every fixture is torn down and
+        pytest has undone its own monkeypatches: ``legacypath`` patches ``Config`` while it runs):
+        what was replaced, here and in pytest and pluggy. ``fixed``: this instance's attributes as
+        the launcher saw them before the run."""
+        mine = [f"the reporter's {name}" for name, value in fixed.items() if vars(self).get(name) is not value]
+        mine += [f"the reporter's {name} (hides its method)" for name in vars(self) if name in vars(type(self))]
+        return (mine + self._functions_replaced())[:50]
 
     # ------------------------------------------------------------------ helpers
     def _wanted_id(self, item) -> str | None:  # type: ignore[no-untyped-def]
