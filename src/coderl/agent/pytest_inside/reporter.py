@@ -16,8 +16,11 @@ supervisor); the host (``coderl.agent.verdicts``) reads them and cross-checks th
   with the base commit;
 - ``finish``: pytest's exit status, the failures and set-ups counted here, the number collected,
   modules of the standard library or the runner that were imported from the work tree, and which
-  functions of pytest, pluggy or this plugin, or which hook implementations, were replaced during
-  the run (compared with what they were before any code of the repository ran).
+  hook implementations changed after collection.
+
+The launcher then sends ``exit`` with its own ``send``: pytest's return value and ``replaced``,
+which functions of pytest, pluggy or this plugin, or which of this instance's attributes, are not
+what they were before any code of the repository ran.
 
 The code under test runs in this process and could, with enough effort, forge all of this; the
 records make each known route visible instead (see docs/agent.md, the attack table).
