@@ -16,12 +16,13 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
 IMAGE = f"coderl-cpu:{VERSION}"
 NAME = f"coderl-test-trainer-{os.getpid()}"
 # A stand-in trainer: says whether the sandbox answered before it started, then runs until a
-# SIGTERM, on which it exits 5 (a code no engine or shell would make up).
+# SIGTERM, on which it exits 5 (a code no engine or shell would make up). The handler is set
+# before the line the fixture waits for, so a stop after that line always meets it.
 TRAINER = """
 import signal, sys, time, urllib.request
+signal.signal(signal.SIGTERM, lambda *a: sys.exit(5))
 ready = urllib.request.urlopen('http://127.0.0.1:8080/readyz', timeout=5).status
 print('sandbox before command:', ready, flush=True)
-signal.signal(signal.SIGTERM, lambda *a: sys.exit(5))
 while True:
     time.sleep(1)
 """
