@@ -41,7 +41,7 @@ setup_env() {
   stamp_done
 }
 
-rm -rf "$RUN"/{data,model,sft,rl,eval,figures,logs,report.json,stages.tsv}
+rm -rf "$RUN"/{data,model,sft,rl,eval,figures,logs,report.json,stages.tsv,view.html}
 mkdir -p "$RUN/logs" "$RUN/figures"
 : > "$STAGES"
 stage env setup_env
@@ -88,5 +88,7 @@ stage eval_rl env "${EVAL_ENV[@]}" bash "$SCRIPTS/eval_livecodebench.sh" "$RL_CK
 stage plots bash -c "
   coderl plot training --metrics '$RUN/rl/metrics.jsonl' --rollouts '$RUN/rl/reward_samples' --out '$RUN/figures/training_progress.png' --note 'tiny-model CPU smoke run' &&
   coderl plot eval --results '$RUN/eval/results.csv' --out '$RUN/figures/evaluation_progress.png' --note 'tiny-model CPU smoke run'"
+# The run's per-sample records (rl/records, written by the reward and the tool) as one HTML page.
+stage view coderl view "$RUN" --out "$RUN/view.html"
 
 "$PYTHON" "$SCRIPTS/smoke_report.py" "$RUN"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import shutil
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -42,10 +43,11 @@ def chromium() -> Iterator[Any]:
             browser.close()
 
 
-def open_page(browser: Any, path: str, errors: list[str]) -> Any:
-    """A page at ``file://path`` whose console errors and uncaught exceptions land in ``errors``."""
+def open_page(browser: Any, path: str | Path, errors: list[str], fragment: str = "") -> Any:
+    """The file's page (``file://`` URI of ``path``, then ``fragment``, e.g. ``#sample/0``) whose
+    console errors and uncaught exceptions land in ``errors``."""
     page = browser.new_page(viewport={"width": 1400, "height": 900})
     page.on("console", lambda m: errors.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
     page.on("pageerror", lambda e: errors.append(f"page error: {e}"))
-    page.goto(f"file://{path}")
+    page.goto(Path(path).resolve().as_uri() + fragment)
     return page

@@ -68,3 +68,25 @@ def test_figures_are_drawn_from_this_run(run: Path, report: dict) -> None:
         figure = run / "figures" / name
         assert figure.stat().st_size > 10_000
         assert figure.stat().st_mtime >= (run / "rl" / "metrics.jsonl").stat().st_mtime
+
+
+@pytest.mark.timeout(120)
+def test_view_of_the_run_opens(run: Path, report: dict) -> None:
+    """`coderl view` (the pipeline's view stage) on the run's records: every RL sample is on the
+    page, nothing skipped, no console error, and a sample page shows its sandbox runs."""
+    from playwright.sync_api import expect
+
+    from coderl.view.reader import read_run
+    from tests.helpers.browser import chromium, open_page
+
+    records = read_run(run).samples  # in the page's order
+    assert len([r for r in records if r["split"] == "train"]) == 16  # 2 steps x 2 prompts x 4 samples
+    with_tools = next(i for i, r in enumerate(records) if r["tool_runs"])
+    with chromium() as browser:
+        errors: list[str] = []
+        page = open_page(browser, run / "view.html", errors)
+        expect(page.locator("#summary")).to_have_text(f"{len(records)} samples, 0 skipped")
+        expect(page.locator("#overview .plot")).to_have_count(5)
+        page.goto((run / "view.html").resolve().as_uri() + f"#sample/{with_tools}")
+        expect(page.locator("#sample h3", has_text="Sandbox runs")).to_have_count(1)
+        assert errors == []

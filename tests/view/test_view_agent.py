@@ -81,8 +81,7 @@ def test_agent_record_and_its_page(tiny_model, tokenizer, tmp_path, monkeypatch)
     assert main(["view", str(run)]) == 0
     with chromium() as browser:
         errors: list[str] = []
-        page = open_page(browser, str(run / "view.html"), errors)
-        page.goto(f"file://{run / 'view.html'}#sample/0")
+        page = open_page(browser, run / "view.html", errors, "#sample/0")
         ones = tokens["mask"].count("1")
         assert ones > 0
         expect(page.locator("#tokens .tok.m1")).to_have_count(ones)
@@ -134,7 +133,7 @@ def test_repo_episode_record_has_the_diff_and_grader_log(tiny_model, tokenizer, 
     assert main(["view", str(run)]) == 0
     with chromium() as browser:
         errors: list[str] = []
-        page = open_page(browser, str(run / "view.html") + "#sample/0", errors)
+        page = open_page(browser, run / "view.html", errors, "#sample/0")
         expect(page.locator("#sample .diff .add").first).to_be_visible()
         assert page.locator("#sample .diff .add").count() > 0 and page.locator("#sample .diff .hunk").count() > 0
         expect(page.locator("#sample h3", has_text="Grader: resolved")).to_have_count(1)

@@ -41,7 +41,8 @@ function axes(w, h, pad, ymax, steps) {
   });
   return s;
 }
-function xAt(k, n, w, pad) { return pad + (n === 1 ? (w - pad - 5) / 2 : k * (w - pad - 15) / (n - 1) + 5); }
+// x of step k of n: inset 20 px from both ends, so a bar centred there stays inside the plot
+function xAt(k, n, w, pad) { return pad + 20 + (n === 1 ? (w - pad - 45) / 2 : k * (w - pad - 45) / (n - 1)); }
 
 function linePlot(title, steps, series, ymax) {
   const w = 340, h = 170, pad = 30;
