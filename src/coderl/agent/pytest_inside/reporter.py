@@ -5,8 +5,9 @@ Loaded by ``launcher.py`` from its read-only path (never by name from ``sys.path
 It writes records through the ``send`` the launcher gives it (an HMAC-keyed line on a pipe to the
 supervisor); the host (``coderl.agent.verdicts``) reads them and cross-checks them. What it records:
 
-- ``item``: each wanted test (FAIL_TO_PASS / PASS_TO_PASS) collected, and whether it carried an
-  ``xfail`` marker at collection (from the test file, which is the base commit's);
+- ``item``: each wanted test (FAIL_TO_PASS / PASS_TO_PASS) collected, whether it carried an
+  ``xfail`` marker at collection (from the test file, which is the base commit's), and the file
+  (with its blob id) its function's code comes from;
 - ``call``: what the test function's call raised, seen by our own wrapper around
   ``pytest_runtest_call`` (not from pytest's report, which code under test can rewrite);
 - ``report``: each phase's report of a wanted test; ``failure``: the failures of other tests;
@@ -28,6 +29,8 @@ records make each known route visible instead (see docs/agent.md, the attack tab
 
 from __future__ import annotations
 
+import contextlib
+import inspect
 import os
 import sys
 
@@ -85,7 +88,8 @@ class Reporter:
             wanted = self._wanted_id(item)
             if wanted is not None:
                 self._ids[item.nodeid] = wanted
-                self._send("item", id=wanted, xfail=any(True for _ in item.iter_markers("xfail")))
+                self._send("item", id=wanted, xfail=any(True for _ in item.iter_markers("xfail")),
+                           origin=self._origin(item))
         self._send("collected", n=len(session.items))
         self._hooks = _hook_impls(session.config.pluginmanager)
 
@@ -135,6 +139,17 @@ class Reporter:
         rest = nodeid[nodeid.index("::"):] if "::" in nodeid else ""
         alt = os.path.relpath(path, self._repo) + rest
         return alt if alt in self._wanted else None
+
+    def _origin(self, item) -> dict | None:  # type: ignore[no-untyped-def]
+        """The file the test function's code comes from (decorators unwrapped), when it is not the
+        environment's: a test function swapped for one defined in the code under test shows here."""
+        func = getattr(item, "obj", None)
+        with contextlib.suppress(ValueError):  # a __wrapped__ cycle
+            func = inspect.unwrap(getattr(func, "__func__", func))
+        code = getattr(func, "__code__", None)
+        if code is None or under(code.co_filename, self._trusted):
+            return None
+        return self._file(code.co_filename)
 
     def _file(self, path: str | None) -> dict:
         if path is None:
