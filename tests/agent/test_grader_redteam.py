@@ -340,6 +340,14 @@ SRCLIB = {  # importable only through the repository's own pytest configuration 
 }
 SRCLIB_FIX = {"src/srclib/__init__.py": "def double(x):\n    return x + x\n"}
 
+SUBCFG = {  # the configuration beside the tests: pytest's rootdir is tests/, its node ids start there
+    "tests/pytest.ini": "[pytest]\npython_functions = check_*\n",
+    "tests/test_half.py": "from half import half\n\n\ndef check_half():\n    assert half(4) == 2\n\n\n"
+                          "def check_zero():\n    assert half(0) == 0\n",
+    "half.py": "def half(x):\n    return x // 3\n",
+}
+SUBCFG_FIX = {"half.py": "def half(x):\n    return x // 2\n"}
+
 
 def test_swe_shaped_rows_resolve_with_their_gold_patch_and_not_without(tmp_path):
     sha, gold = make_repo(tmp_path / "repos", "shapes", SHAPES, SHAPES_FIX)
@@ -356,11 +364,16 @@ def test_swe_shaped_rows_resolve_with_their_gold_patch_and_not_without(tmp_path)
                       pass_to_pass=tuple(f"tests/check_double.py::{t}" for t in ("test_type", "test_cli_exits",
                                                                                   "test_prefix_is_the_environment")),
                       gold_patch=gold, env=ENV)
-    results = grade_all(tmp_path, [(shapes, shapes.gold_patch), (srclib, srclib.gold_patch), (shapes, ""), (srclib, "")])
-    for r in results[:2]:
+    sha, gold = make_repo(tmp_path / "repos", "subcfg", SUBCFG, SUBCFG_FIX)
+    subcfg = RepoTask(instance_id="redteam__subcfg-1", repo="redteam/subcfg", base_commit=sha, problem_statement="",
+                      fail_to_pass=("tests/test_half.py::check_half",), pass_to_pass=("tests/test_half.py::check_zero",),
+                      gold_patch=gold, env=ENV)
+    tasks = (shapes, srclib, subcfg)
+    results = grade_all(tmp_path, [*((t, t.gold_patch) for t in tasks), *((t, "") for t in tasks)])
+    for r in results[:3]:
         assert (r.status, r.reward, r.findings) == ("resolved", 1.0, []), r
     assert results[0].pass_to_pass[f"{f}::test_known_bug"] == "XFAIL"  # marked by the test file: it counts
-    for r in results[2:]:
+    for r in results[3:]:
         assert (r.status, r.reward) == ("unresolved", 0.0), r
         assert "FAILED" in r.fail_to_pass.values(), r
 
