@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from coderl.agent.grader import RepoGrader
+from coderl.agent.grading_run import INSIDE_DIR
 from coderl.agent.repo_store import RepoStore, git
 from coderl.agent.repo_task import EnvSpec, RepoTask
 from coderl.cache import default_cache_dir
@@ -416,8 +417,9 @@ def _processes_with(token: str) -> list[str]:
 
 
 def test_grading_sandbox_boundary(tmp_path):
-    """Code under test tries to write into the environment and the snapshot store, to reach the
-    host's loopback, and to leave a process running: none of it works, and it is not resolved."""
+    """Code under test tries to write into the environment, the snapshot store and the grader's own
+    reporter, to reach the host's loopback, and to leave a process running: none of it works, and
+    it is not resolved."""
     root = tmp_path
     task = calc_task(root)
     store = RepoStore(root / "repos", root / "cache")
@@ -429,8 +431,9 @@ def test_grading_sandbox_boundary(tmp_path):
     token = f"{time.time():.6f}"[-9:]
     probe = (f"    import os, socket, subprocess\n"
              f"    for target in [os.environ['VIRTUAL_ENV'] + '/owned', {str(snapshot)!r} + '/owned', "
-             f"{str(root / 'cache')!r} + '/owned', '/usr/owned']:\n"
-             f"        try:\n            open(target, 'w').write('x')\n            print('WROTE', target)\n"
+             f"{str(root / 'cache')!r} + '/owned', '/usr/owned', {str(INSIDE_DIR / 'reporter.py')!r}]:\n"
+             f"        try:  # opened for writing, never truncated: the grader's own reporter is one target\n"
+             f"            os.close(os.open(target, os.O_WRONLY | os.O_CREAT, 0o644))\n            print('WROTE', target)\n"
              f"        except OSError as exc:\n            print('BLOCKED', target, exc.errno)\n"
              f"    try:\n        socket.create_connection(('127.0.0.1', {port}), timeout=5)\n        print('CONNECTED')\n"
              f"    except OSError as exc:\n        print('NO NETWORK', exc.errno)\n"
@@ -439,7 +442,7 @@ def test_grading_sandbox_boundary(tmp_path):
     diff = make_diff(snapshot, root / "scratch", Attack("boundary", {"calc/__init__.py": _with_add(probe)}, "unresolved"))
     (r,) = grade_all(root, [(task, diff)])
     assert (r.status, r.reward) == ("unresolved", 0.0), r
-    assert "WROTE" not in r.log_tail and r.log_tail.count("BLOCKED") >= 4, r.log_tail
+    assert "WROTE" not in r.log_tail and r.log_tail.count("BLOCKED") >= 5, r.log_tail
     assert "NO NETWORK" in r.log_tail and "CONNECTED" not in r.log_tail, r.log_tail
     assert "DAEMON" in r.log_tail, r.log_tail
     assert not any((env / "owned").exists() for env in (default_cache_dir() / "envs").iterdir())
