@@ -164,3 +164,27 @@ def test_prompt_from_verls_rollout_dump_when_the_reward_had_none(tmp_path):
         [{"role": "prompt", "content": "p2", "source": "verl's rollout dump"}], [], []]
     assert run.skipped == [{"path": "rollouts/1.jsonl", "line": 5,
                             "reason": "not a rollout dump line (input, output, step)"}]
+
+
+def test_agent_record_marks_where_the_final_branch_forked(tokenizer):
+    """A harness that rewrote its history: the gateway forked a new branch after the first turn;
+    the record's token record is the final branch's, with the fork point as a response index."""
+    from coderl.agent.gateway import Session, SessionConfig
+    from coderl.records.agent import agent_record
+
+    session = Session("ep", SessionConfig(), deadline=0.0)
+    first = session.trajectory.current
+    first.extend_context([11, 12, 13])
+    first.extend_sampled([14, 15], [-0.1, -0.2], "stop")
+    first.extend_context([16])
+    first.extend_sampled([17, 18], [-0.3, -0.4], "stop")
+    final = session.trajectory.fork([11, 12, 13, 14, 15, 19])  # history rewritten after turn 1
+    final.extend_sampled([20], [-0.5], "stop")
+    p = final.prompt_len
+    record = agent_record({"extra_info": {"index": 0}}, session, tokenizer, response_ids=final.ids[p:],
+                          mask=final.mask[p:], logprobs=final.logprobs[p:], prompt_len=p, reward=0.0, extra={})
+    tokens = record["tokens"]
+    assert (record["branches"], record["drifts"]) == (2, 1)
+    assert tokens["fork_at"] == 2 and tokens["turn_starts"] == [0, 3]
+    assert tokens["ids"] == [14, 15, 19, 20] and tokens["mask"] == "1101"
+    assert set(tokens["pieces"]) == {"14", "15", "19", "20"}

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numbers
 from typing import Any
 
+from coderl.agent.trajectory import common_prefix
 from coderl.records.code import messages
 from coderl.records.writer import RecordSettings, group_key, record_safely
 
@@ -51,7 +52,7 @@ def agent_record(kwargs: dict[str, Any], session: Any, tokenizer: Any, *, respon
         "prompt": messages(kwargs.get("raw_prompt")), "turns": turns, "commands": commands,
         "tokens": {"prompt_len": prompt_len, "ids": ids, "mask": "".join("1" if m else "0" for m in mask[:max_tokens]),
                    "logprobs": [round(float(x), 4) for x in logprobs[:max_tokens]],
-                   "turn_starts": _turn_starts(session, prompt_len),
+                   "turn_starts": _turn_starts(session, prompt_len), "fork_at": _fork_at(session, prompt_len),
                    "pieces": _pieces(tokenizer, ids)},
         "harness": {"exit_code": extra.get("agent_exit_code"), "timed_out": extra.get("agent_timed_out"),
                     "isolation": extra.get("agent_isolation"), "wall_s": getattr(harness, "wall_s", None),
@@ -101,6 +102,18 @@ def _commands(turns: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def _turn_starts(session: Any, prompt_len: int) -> list[int]:
     """Where each sampled turn of the final branch starts, as an index into the response."""
     return [t.start - prompt_len for t in session.trajectory.final().turns if t.start >= prompt_len]
+
+
+def _fork_at(session: Any, prompt_len: int) -> int | None:
+    """Where the final branch left its parent (the harness rewrote its history there), as an index
+    into the response; None when the final branch is the first or forked inside the prompt."""
+    branches = session.trajectory.branches
+    final = session.trajectory.final()
+    k = next(i for i, b in enumerate(branches) if b is final)
+    if k == 0:
+        return None
+    shared = common_prefix(branches[k - 1].ids, final.ids) - prompt_len
+    return shared if shared >= 0 else None
 
 
 def _pieces(tokenizer: Any, ids: list[int]) -> dict[str, str]:

@@ -183,6 +183,7 @@ function tokensHtml(t) {
   const parts = [];
   let m1 = 0, turn = 0;
   for (let k = 0; k < t.ids.length; k++) {
+    if (k === t.fork_at) parts.push(`<span class="fork-mark" title="the final branch forked from the previous one here: the harness rewrote its history; what follows differs">fork</span>`);
     if (starts.has(k)) parts.push(`<span class="turn-mark" title="sampled turn ${turn + 1} starts">T${++turn}</span>`);
     const on = t.mask[k] === "1";
     if (on) m1++;
