@@ -14,60 +14,9 @@ from __future__ import annotations
 
 import re
 
+from coderl.judge.templates import render
+
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-# node: CommonJS module scope, so the function is found by name in the same file (the name is
-# checked to be an identifier before it is spliced in). Writes with fs.writeSync: synchronous,
-# after the program's own console output.
-_JS = """
-;(function () {
-  const fs = require("fs"), crypto = require("crypto");
-  const data = JSON.parse(fs.readFileSync(0, "utf8").split("\\n")[0]);
-  const fn = (typeof Solution === "function" && typeof Solution.prototype.NAME === "function")
-    ? ((...a) => new Solution().NAME(...a)) : NAME;
-  let result = fn(...data.a);
-  let payload;
-  try { payload = JSON.stringify(result === undefined ? null : result); } catch (e) { payload = "!" + typeof result; }
-  const sig = crypto.createHash("sha256").update(data.n + ":ok").digest("hex");
-  fs.writeSync(1, "\\n" + sig + " " + payload + "\\n");
-})();
-"""
-
-_PHP = """
-$__coderl = json_decode(fgets(STDIN), true);
-$__coderl_fn = (class_exists('Solution') && method_exists('Solution', 'NAME')) ? [new Solution(), 'NAME'] : 'NAME';
-$__coderl_result = json_encode(call_user_func_array($__coderl_fn, $__coderl['a']), JSON_PRESERVE_ZERO_FRACTION);
-fflush(STDOUT);
-fwrite(STDOUT, "\\n" . hash('sha256', $__coderl['n'] . ':ok') . " " . ($__coderl_result === false ? '!value' : $__coderl_result) . "\\n");
-"""
-
-_RUBY = """
-require "json"
-require "digest"
-__coderl = JSON.parse($stdin.gets)
-__coderl_result = if Object.const_defined?(:Solution) && Solution.method_defined?(:NAME)
-  Solution.new.NAME(*__coderl["a"])
-else
-  send(:NAME, *__coderl["a"])
-end
-$stdout.flush
-STDOUT.syswrite("\\n" + Digest::SHA256.hexdigest(__coderl["n"] + ":ok") + " " + JSON.generate(__coderl_result) + "\\n")
-"""
-
-# Perl has no booleans and returns lists: one value is the answer, several are a list.
-_PERL = """
-{
-    use JSON::PP ();
-    use Digest::SHA ();
-    my $coderl = JSON::PP->new->decode(scalar <STDIN>);
-    my @coderl_result = main::NAME(@{$coderl->{a}});
-    my $coderl_value = @coderl_result == 1 ? $coderl_result[0] : \\@coderl_result;
-    $| = 1;  # flushes what the program printed
-    my $coderl_payload = JSON::PP->new->allow_nonref->allow_unknown->encode($coderl_value);
-    syswrite STDOUT, "\\n" . Digest::SHA::sha256_hex($coderl->{n} . ":ok") . " " . $coderl_payload . "\\n";
-}
-"""
-
 
 def _php(code: str, caller: str) -> str:
     body = code if code.lstrip().startswith("<?php") else "<?php\n" + code
@@ -82,7 +31,12 @@ _CALLERS = {
     "ruby": lambda code, caller: code + "\n" + caller,
     "perl": lambda code, caller: code + "\n" + caller,
 }
-_TEMPLATES = {"javascript": _JS, "typescript": _JS, "php": _PHP, "ruby": _RUBY, "perl": _PERL}
+# The caller templates (templates/<language>/caller.tmpl). node: CommonJS module scope, so the
+# function is found by name in the same file (the name is checked to be an identifier before it
+# is spliced in); it writes with fs.writeSync: synchronous, after the program's own console
+# output; typescript runs the same caller. Perl has no booleans and returns lists: one value is
+# the answer, several are a list.
+_TEMPLATES = {"javascript": "javascript", "typescript": "javascript", "php": "php", "ruby": "ruby", "perl": "perl"}
 
 LANGUAGES: tuple[str, ...] = tuple(_CALLERS)
 
@@ -94,4 +48,4 @@ def function_program(language: str, code: str, fn_name: str) -> str:
         raise ValueError(f"function tests are not judged for {language} (only python, {', '.join(LANGUAGES)})")
     if not _IDENTIFIER.match(fn_name):
         raise ValueError(f"fn_name {fn_name!r} is not an identifier")
-    return _CALLERS[language](code, _TEMPLATES[language].replace("NAME", fn_name))
+    return _CALLERS[language](code, render(_TEMPLATES[language], "caller", name=fn_name))

@@ -30,90 +30,7 @@ from typing import Any
 from coderl.judge import callers, typed_callers
 from coderl.judge.asserts import SplitTest
 from coderl.judge.spec import TestSpec
-
-# The prologue runs before the submission and captures the builtins the epilogue needs, so a
-# submission that monkeypatches builtins/modules (compile, exec, hashlib, sys.settrace, ...)
-# cannot change what the epilogue does; the epilogue also clears trace/profile hooks, which could
-# otherwise skip the test lines.
-_PROLOGUE = (
-    "def __coderl_prologue():\n"
-    "    import builtins as _b, hashlib as _h, json as _j, os as _o, sys as _s\n"
-    "    _data = _j.loads(_s.stdin.readline())\n"
-    "    _tools = (_b.exec, _b.compile, _h.sha256, _o.write, _s.settrace, _s.setprofile, _j.dumps,\n"
-    "              _b.isinstance, _b.type, _b.list, _b.tuple, _b.getattr, _b.hasattr, _b.TypeError, _b.repr, _s)\n"
-    "    return lambda: (_data, _tools)\n"
-    "__coderl_case = __coderl_prologue(); del __coderl_prologue\n"
-)
-
-_FUNCTION_EPILOGUE = """
-def __coderl_epilogue(_case, _g=globals()):
-    _data, (_exec, _compile, _sha256, _write, _settrace, _setprofile, _dumps,
-            _isinstance, _type, _list, _tuple, _getattr, _hasattr, _TypeError, _repr, _sys) = _case
-    _settrace(None)
-    _setprofile(None)
-    _name = _data["f"]
-    _cls = _g.get("Solution")
-    _fn = _getattr(_cls(), _name) if _isinstance(_cls, _type) and _hasattr(_cls, _name) else _g[_name]
-    _result = _fn(*_data["a"])
-    _settrace(None)
-    _setprofile(None)
-    if _isinstance(_result, _tuple):
-        _result = _list(_result)
-    try:
-        _payload = _dumps(_result)
-    except (_TypeError, ValueError):
-        _payload = "!" + _type(_result).__name__  # not plain data: can never equal the expected value
-    try:
-        _sys.stdout.flush()
-    except Exception:
-        pass
-    _sig = _sha256((_data["n"] + ":ok").encode()).hexdigest()
-    _write(1, ("\\n" + _sig + " " + _payload + "\\n").encode())
-__coderl_epilogue(__coderl_case())
-"""
-
-_ASSERT_EPILOGUE = """
-def __coderl_epilogue(_case, _g=globals()):
-    _data, (_exec, _compile, _sha256, _write, _settrace, _setprofile, _dumps,
-            _isinstance, _type, _list, _tuple, _getattr, _hasattr, _TypeError, _repr, _sys) = _case
-    _sig = _sha256((_data["n"] + ":ok").encode()).hexdigest()
-
-    def _emit(_k, _v):  # a rewritten assert: report the value, the judge compares it outside
-        try:
-            if _type(_v).__module__ == "numpy" and _getattr(_v, "ndim", 1) == 0:
-                _v = _v.item()  # a numpy scalar, as its Python number
-            _text = _repr(_v).replace("\\n", " ")
-        except BaseException:
-            _text = "!"
-        try:
-            _sys.stdout.flush()
-        except Exception:
-            pass
-        _write(1, ("\\n" + _sig + " E " + _repr(_k) + " " + _text + "\\n").encode("utf-8", "backslashreplace"))
-
-    _g["__coderl_emit"] = _emit
-    _settrace(None)
-    _setprofile(None)
-    try:
-        _exec(_compile(_data["c"], "<test>", "exec"), _g)
-    except AssertionError as _e:  # an assert of the tests failed: a wrong answer, said as such
-        _tb = _e.__traceback__
-        while _tb.tb_next is not None:
-            _tb = _tb.tb_next
-        if _tb.tb_frame.f_code.co_filename != "<test>":
-            raise  # raised inside the program: its runtime error
-        _sys.stderr.write("AssertionError: an assert of the tests failed (line %d)\\n" % _tb.tb_lineno)
-        _write(1, ("\\n" + _sig + " F\\n").encode())
-        return
-    _settrace(None)
-    _setprofile(None)
-    try:
-        _sys.stdout.flush()
-    except Exception:
-        pass
-    _write(1, ("\\n" + _sig + "\\n").encode())
-__coderl_epilogue(__coderl_case())
-"""
+from coderl.judge.templates import render
 
 
 def new_nonce() -> str:
@@ -130,6 +47,10 @@ def supports(language: str, mode: str) -> bool:
         mode == "function" and (language in callers.LANGUAGES or language in typed_callers.LANGUAGES))
 
 
+# The prologue (templates/python/prologue.tmpl) runs before the submission and captures the
+# builtins the epilogue needs, so a submission that monkeypatches builtins/modules (compile, exec,
+# hashlib, sys.settrace, ...) cannot change what the epilogue does; the epilogue also clears
+# trace/profile hooks, which could otherwise skip the test lines.
 def program(spec: TestSpec, code: str, language: str = "python") -> str:
     """The source to run for every case of ``spec`` (the prelude is not part of it: the engine
     loads it, see `coderl.sandbox.Program.prelude`). Function mode in other languages appends
@@ -144,8 +65,8 @@ def program(spec: TestSpec, code: str, language: str = "python") -> str:
                                                   [c.args for c in spec.cases])  # type: ignore[union-attr]
         return callers.function_program(language, code, spec.fn_name or "")
     if spec.mode == "function":
-        return _PROLOGUE + code + "\n" + _FUNCTION_EPILOGUE
-    return _PROLOGUE + spec.setup_code + code + "\n" + _ASSERT_EPILOGUE
+        return render("python", "prologue") + code + "\n" + render("python", "function_epilogue")
+    return render("python", "prologue") + spec.setup_code + code + "\n" + render("python", "assert_epilogue")
 
 
 def case_stdin(spec: TestSpec, index: int, nonce: str, test: SplitTest | None = None,

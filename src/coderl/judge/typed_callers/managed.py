@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from coderl.judge.templates import render
 from coderl.judge.typed_callers.base import (
     NameColonType,
     Typed,
@@ -50,63 +51,8 @@ class Java(Typed):
             body = re.sub(r"\bpublic\s+(?=(final\s+)?class\s+Solution\b)", "", body)
         else:
             body = f"class CoderlTarget {{\n{body}\n}}\n"
-        return ("import java.util.*;\nimport java.util.stream.*;\n" + imports + body + _JAVA_MAIN
-                .replace("DISPATCH", dispatch))
-
-
-_JAVA_MAIN = r"""
-public class Main {
-  static Object coderlCall(int i) throws Exception {
-    switch (i) {
-DISPATCH      default: throw new IllegalArgumentException("no case " + i);
-    }
-  }
-  static void coderlJson(StringBuilder b, Object o) {
-    if (o == null) { b.append("null"); }
-    else if (o instanceof Boolean || o instanceof Integer || o instanceof Long || o instanceof Short
-             || o instanceof Byte || o instanceof java.math.BigInteger) { b.append(o); }
-    else if (o instanceof Number) {
-      double d = ((Number) o).doubleValue();
-      b.append(Double.isFinite(d) ? Double.toString(d) : "null");
-    }
-    else if (o instanceof CharSequence || o instanceof Character) { coderlString(b, o.toString()); }
-    else if (o.getClass().isArray()) {
-      b.append('[');
-      for (int k = 0; k < java.lang.reflect.Array.getLength(o); k++) {
-        if (k > 0) b.append(',');
-        coderlJson(b, java.lang.reflect.Array.get(o, k));
-      }
-      b.append(']');
-    }
-    else if (o instanceof Iterable) {
-      b.append('['); boolean first = true;
-      for (Object x : (Iterable<?>) o) { if (!first) b.append(','); first = false; coderlJson(b, x); }
-      b.append(']');
-    }
-    else { b.append("!").append(o.getClass().getSimpleName().replaceAll("\\s", "")); }
-  }
-  static void coderlString(StringBuilder b, String s) {
-    b.append('"');
-    for (char c : s.toCharArray()) {
-      if (c == '"' || c == '\\') b.append('\\').append(c);
-      else if (c < 32) b.append(String.format("\\u%04x", (int) c));
-      else b.append(c);
-    }
-    b.append('"');
-  }
-  public static void main(String[] args) throws Exception {
-    java.io.BufferedReader in = new java.io.BufferedReader(new java.io.InputStreamReader(System.in));
-    String[] head = in.readLine().trim().split(" ");
-    Object result = coderlCall(Integer.parseInt(head[0]));
-    StringBuilder b = new StringBuilder("\n").append(head[1]).append(' ');
-    coderlJson(b, result);
-    System.out.flush();
-    java.io.PrintStream out = new java.io.PrintStream(new java.io.FileOutputStream(java.io.FileDescriptor.out), true, "UTF-8");
-    out.print(b.append('\n'));
-    out.flush();
-  }
-}
-"""
+        return ("import java.util.*;\nimport java.util.stream.*;\n" + imports + body
+                + render("java", "main", dispatch=dispatch))
 
 
 _CS_KINDS = {"int": "int", "Int32": "int", "short": "int", "byte": "int", "long": "long", "Int64": "long",
@@ -145,54 +91,7 @@ class CSharp(Typed):
             target = "CoderlTarget" if static else "new CoderlTarget()"
         dispatch = "".join(f"      case {i}: return {target}.{fn}({', '.join(a)});\n" for i, a in enumerate(cases))
         return ("using System;\nusing System.Collections.Generic;\nusing System.Linq;\nusing System.Text;\n"
-                + usings + body + _CS_MAIN.replace("DISPATCH", dispatch))
-
-
-_CS_MAIN = r"""
-public static class CoderlMain {
-  static object Call(int i) {
-    switch (i) {
-DISPATCH      default: throw new System.ArgumentException("no case " + i);
-    }
-  }
-  static void Json(System.Text.StringBuilder b, object o) {
-    if (o == null) b.Append("null");
-    else if (o is bool) b.Append((bool) o ? "true" : "false");
-    else if (o is string || o is char) Str(b, o.ToString());
-    else if (o is double || o is float || o is decimal) {
-      double d = System.Convert.ToDouble(o);
-      b.Append(double.IsNaN(d) || double.IsInfinity(d) ? "null" : d.ToString("R", System.Globalization.CultureInfo.InvariantCulture));
-    }
-    else if (o is System.IConvertible) b.Append(System.Convert.ToString(o, System.Globalization.CultureInfo.InvariantCulture));
-    else if (o is System.Collections.IEnumerable) {
-      b.Append('['); bool first = true;
-      foreach (object x in (System.Collections.IEnumerable) o) { if (!first) b.Append(','); first = false; Json(b, x); }
-      b.Append(']');
-    }
-    else b.Append("!" + o.GetType().Name);
-  }
-  static void Str(System.Text.StringBuilder b, string s) {
-    b.Append('"');
-    foreach (char c in s) {
-      if (c == '"' || c == '\\') b.Append('\\').Append(c);
-      else if (c < 32) b.Append(string.Format("\\u{0:x4}", (int) c));
-      else b.Append(c);
-    }
-    b.Append('"');
-  }
-  public static void Main() {
-    string[] head = System.Console.In.ReadLine().Trim().Split(' ');
-    object result = Call(int.Parse(head[0]));
-    var b = new System.Text.StringBuilder("\n").Append(head[1]).Append(' ');
-    Json(b, result);
-    System.Console.Out.Flush();
-    var raw = System.Console.OpenStandardOutput();
-    byte[] bytes = new System.Text.UTF8Encoding(false).GetBytes(b.Append('\n').ToString());
-    raw.Write(bytes, 0, bytes.Length);
-    raw.Flush();
-  }
-}
-"""
+                + usings + body + render("csharp", "main", dispatch=dispatch))
 
 
 _SCALA_KINDS = {"Int": "int", "Short": "int", "Byte": "int", "Long": "long", "Double": "float", "Float": "float",
@@ -224,40 +123,7 @@ class Scala(NameColonType):
         else:
             call, body = f"CoderlTarget.{fn}", f"object CoderlTarget {{\n{code}\n}}\n"
         dispatch = "".join(f"      case {i} => {call}({', '.join(a)})\n" for i, a in enumerate(cases))
-        return _SCALA_MAIN.replace("DISPATCH", dispatch) + body
-
-
-_SCALA_MAIN = r"""object Main {
-  def coderlCall(i: Int): Any = i match {
-DISPATCH      case _ => sys.exit(3)
-  }
-  def coderlJson(o: Any): String = o match {
-    case null => "null"
-    case b: Boolean => b.toString
-    case n @ (_: Int | _: Long | _: Short | _: Byte | _: BigInt) => n.toString
-    case d: Double => if (d.isNaN || d.isInfinite) "null" else d.toString
-    case f: Float => coderlJson(f.toDouble)
-    case c: Char => coderlJson(c.toString)
-    case s: String => "\"" + s.flatMap {
-      case '"' => "\\\""
-      case '\\' => "\\\\"
-      case c if c < ' ' => "\\u%04x".format(c.toInt)
-      case c => c.toString
-    } + "\""
-    case a: Array[_] => coderlJson(a.toSeq)
-    case it: Iterable[_] => it.map(coderlJson).mkString("[", ",", "]")
-    case other => "!" + other.getClass.getSimpleName
-  }
-  def main(args: Array[String]): Unit = {
-    val head = scala.io.StdIn.readLine().trim.split(" ")
-    val payload = coderlJson(coderlCall(head(0).toInt))
-    Console.out.flush()
-    val out = new java.io.PrintStream(new java.io.FileOutputStream(java.io.FileDescriptor.out), true, "UTF-8")
-    out.print("\n" + head(1) + " " + payload + "\n")
-    out.flush()
-  }
-}
-"""
+        return render("scala", "main", dispatch=dispatch) + body
 
 _KOTLIN_ARRAYS = {"IntArray": "Int", "LongArray": "Long", "DoubleArray": "Double", "BooleanArray": "Boolean",
                   "CharArray": "Char"}
@@ -292,41 +158,4 @@ class Kotlin(NameColonType):
     def program(self, code: str, fn: str, cases: list[list[str]]) -> str:
         call = f"Solution().{fn}" if re.search(r"\bclass\s+Solution\b", code) else fn
         dispatch = "".join(f"        {i} -> {call}({', '.join(a)})\n" for i, a in enumerate(cases))
-        return code + "\n" + _KOTLIN_MAIN.replace("DISPATCH", dispatch)
-
-
-_KOTLIN_MAIN = r"""
-private fun coderlJson(o: Any?): String = when (o) {
-    null -> "null"
-    is Boolean, is Int, is Long, is Short, is Byte -> o.toString()
-    is Double -> if (o.isNaN() || o.isInfinite()) "null" else o.toString()
-    is Float -> coderlJson(o.toDouble())
-    is Char -> coderlJson(o.toString())
-    is String -> o.map { c -> when {
-        c == '"' -> "\\\""
-        c == '\\' -> "\\\\"
-        c < ' ' -> String.format("\\u%04x", c.toInt())
-        else -> c.toString()
-    } }.joinToString("", "\"", "\"")
-    is IntArray -> coderlJson(o.toList())
-    is LongArray -> coderlJson(o.toList())
-    is DoubleArray -> coderlJson(o.toList())
-    is BooleanArray -> coderlJson(o.toList())
-    is CharArray -> coderlJson(o.toList())
-    is Array<*> -> coderlJson(o.toList())
-    is Iterable<*> -> o.joinToString(",", "[", "]") { coderlJson(it) }
-    else -> "!" + o.javaClass.simpleName
-}
-
-fun main() {
-    val head = readLine()!!.trim().split(" ")
-    val result: Any? = when (head[0].toInt()) {
-DISPATCH        else -> kotlin.system.exitProcess(3)
-    }
-    val payload = coderlJson(result)
-    System.out.flush()
-    val out = java.io.PrintStream(java.io.FileOutputStream(java.io.FileDescriptor.out), true, "UTF-8")
-    out.print("\n" + head[1] + " " + payload + "\n")
-    out.flush()
-}
-"""
+        return code + "\n" + render("kotlin", "main", dispatch=dispatch)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from coderl.judge.templates import render
 from coderl.judge.typed_callers.base import Typed, c_string, kind_of, rust_string, split_top, u4_string
 
 _C_INTS = {"int", "short", "long", "long long", "unsigned", "unsigned int", "unsigned long", "unsigned long long",
@@ -47,47 +48,7 @@ class Cpp(Typed):
             f"    case {i}: {{ {' '.join(f'auto a{k} = {v};' for k, v in enumerate(a))} "
             f"coderl_json(out, {call}({', '.join(f'a{k}' for k in range(len(a)))})); break; }}\n"
             for i, a in enumerate(cases))
-        return _CPP_HEAD + code + _CPP_MAIN.replace("DISPATCH", dispatch)
-
-
-_CPP_HEAD = "#include <bits/stdc++.h>\nusing namespace std;\n"
-_CPP_MAIN = r"""
-#include <unistd.h>
-template <class T> void coderl_json(std::ostringstream& o, const std::vector<T>& v);
-inline void coderl_json(std::ostringstream& o, bool v) { o << (v ? "true" : "false"); }
-inline void coderl_json(std::ostringstream& o, const std::string& s) {
-  o << '"';
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') o << '\\' << c;
-    else if (c < 32) { char buf[8]; snprintf(buf, sizeof buf, "\\u%04x", c); o << buf; }
-    else o << c;
-  }
-  o << '"';
-}
-inline void coderl_json(std::ostringstream& o, const char* s) { coderl_json(o, std::string(s)); }
-inline void coderl_json(std::ostringstream& o, char c) { coderl_json(o, std::string(1, c)); }
-template <class T> typename std::enable_if<std::is_integral<T>::value>::type coderl_json(std::ostringstream& o, T v) { o << +v; }
-template <class T> typename std::enable_if<std::is_floating_point<T>::value>::type coderl_json(std::ostringstream& o, T v) {
-  if (std::isfinite(v)) { char buf[40]; snprintf(buf, sizeof buf, "%.17g", (double) v); o << buf; } else o << "null";
-}
-template <class T> void coderl_json(std::ostringstream& o, const std::vector<T>& v) {
-  o << '[';
-  for (size_t i = 0; i < v.size(); i++) { if (i) o << ','; coderl_json(o, (T) v[i]); }
-  o << ']';
-}
-int main() {
-  long coderl_case; std::string coderl_sig;
-  if (!(std::cin >> coderl_case >> coderl_sig)) return 3;
-  std::ostringstream out;
-  switch (coderl_case) {
-DISPATCH    default: return 3;
-  }
-  std::cout.flush(); fflush(stdout);
-  std::string line = "\n" + coderl_sig + " " + out.str() + "\n";
-  if (write(1, line.data(), line.size()) < 0) return 3;
-  return 0;
-}
-"""
+        return render("cpp", "head") + code + render("cpp", "main", dispatch=dispatch)
 
 
 _GO_KINDS = {"int": "int", "int8": "int", "int16": "int", "int32": "int", "uint": "int", "uint32": "int",
@@ -139,30 +100,7 @@ class Go(Typed):
         if receiver:
             call = f"(&{receiver.group(1)}{{}}).{fn}"
         dispatch = "".join(f"\tcase {i}:\n\t\tresult = {call}({', '.join(a)})\n" for i, a in enumerate(cases))
-        return _GO_HEAD + body + _GO_MAIN.replace("DISPATCH", dispatch)
-
-
-_GO_HEAD = ('package main\n\nimport (\n\tcoderlbufio "bufio"\n\tcoderljson "encoding/json"\n\tcoderlfmt "fmt"\n'
-            '\tcoderlos "os"\n)\n')
-_GO_MAIN = """
-func main() {
-\tvar index int
-\tvar sig string
-\tif _, err := coderlfmt.Fscan(coderlbufio.NewReader(coderlos.Stdin), &index, &sig); err != nil {
-\t\tcoderlos.Exit(3)
-\t}
-\tvar result interface{}
-\tswitch index {
-DISPATCH\tdefault:
-\t\tcoderlos.Exit(3)
-\t}
-\tpayload, err := coderljson.Marshal(result)
-\tif err != nil {
-\t\tpayload = []byte("!value")
-\t}
-\tcoderlos.Stdout.Write([]byte("\\n" + sig + " " + string(payload) + "\\n"))
-}
-"""
+        return render("go", "head") + body + render("go", "main", dispatch=dispatch)
 
 
 _RUST_KINDS = {"i8": "int", "i16": "int", "i32": "int", "u8": "int", "u16": "int", "u32": "int", "i64": "int",
@@ -214,52 +152,7 @@ class Rust(Typed):
             if not re.search(r"\bstruct\s+Solution\b", code):
                 code = "struct Solution;\n" + code
         dispatch = "".join(f"        {i} => coderl_json(&{call}({', '.join(a)})),\n" for i, a in enumerate(cases))
-        return code + _RUST_MAIN.replace("DISPATCH", dispatch)
-
-
-_RUST_MAIN = r"""
-trait CoderlJson { fn coderl(&self) -> String; }
-macro_rules! coderl_plain { ($($t:ty),*) => { $(impl CoderlJson for $t { fn coderl(&self) -> String { self.to_string() } })* } }
-coderl_plain!(bool, i8, i16, i32, i64, i128, u8, u16, u32, u64, u128, usize, isize);
-impl CoderlJson for f64 { fn coderl(&self) -> String { if self.is_finite() { format!("{:?}", self) } else { "null".into() } } }
-impl CoderlJson for f32 { fn coderl(&self) -> String { (*self as f64).coderl() } }
-impl CoderlJson for str {
-    fn coderl(&self) -> String {
-        let mut s = String::from("\"");
-        for c in self.chars() {
-            match c { '"' | '\\' => { s.push('\\'); s.push(c); } c if (c as u32) < 32 => s.push_str(&format!("\\u{:04x}", c as u32)), c => s.push(c) }
-        }
-        s.push('"');
-        s
-    }
-}
-impl CoderlJson for String { fn coderl(&self) -> String { self.as_str().coderl() } }
-impl CoderlJson for char { fn coderl(&self) -> String { self.to_string().coderl() } }
-impl<T: CoderlJson + ?Sized> CoderlJson for &T { fn coderl(&self) -> String { (**self).coderl() } }
-impl<T: CoderlJson> CoderlJson for [T] {
-    fn coderl(&self) -> String { format!("[{}]", self.iter().map(|x| x.coderl()).collect::<Vec<_>>().join(",")) }
-}
-impl<T: CoderlJson> CoderlJson for Vec<T> { fn coderl(&self) -> String { self.as_slice().coderl() } }
-impl<T: CoderlJson> CoderlJson for Option<T> {
-    fn coderl(&self) -> String { match self { Some(x) => x.coderl(), None => "null".into() } }
-}
-fn coderl_json<T: CoderlJson + ?Sized>(v: &T) -> String { v.coderl() }
-fn main() {
-    use std::io::Write;
-    let mut line = String::new();
-    std::io::stdin().read_line(&mut line).expect("case");
-    let mut head = line.split_whitespace();
-    let index: usize = head.next().and_then(|x| x.parse().ok()).expect("case index");
-    let sig = head.next().expect("signature").to_string();
-    let payload = match index {
-DISPATCH        _ => std::process::exit(3),
-    };
-    let mut out = std::io::stdout();
-    out.flush().ok();
-    out.write_all(format!("\n{} {}\n", sig, payload).as_bytes()).ok();
-    out.flush().ok();
-}
-"""
+        return code + render("rust", "main", dispatch=dispatch)
 
 
 _D_KINDS = {"int": "int", "short": "int", "byte": "int", "uint": "int", "long": "long", "ulong": "long",
@@ -287,29 +180,4 @@ class D(Typed):
         call = f"(new Solution()).{fn}" if re.search(r"\bclass\s+Solution\b", code) else fn
         dispatch = "".join(f"        case {i}: payload = coderlJson({call}({', '.join(a)})); break;\n"
                            for i, a in enumerate(cases))
-        return code + _D_MAIN.replace("DISPATCH", dispatch)
-
-
-_D_MAIN = r"""
-static import coderl_stdio = std.stdio;
-static import coderl_json = std.json;
-static import coderl_traits = std.traits;
-static import coderl_conv = std.conv;
-string coderlJson(T)(T v) {
-    static if (coderl_traits.isSomeChar!T) return coderl_json.JSONValue(coderl_conv.to!string(v)).toString();
-    else return coderl_json.JSONValue(v).toString();
-}
-static import coderl_array = std.array;
-void main() {
-    auto head = coderl_array.split(coderl_stdio.readln());
-    long index = coderl_conv.to!long(head[0]);
-    string sig = head[1];
-    string payload;
-    switch (index) {
-DISPATCH        default: throw new Exception("no case");
-    }
-    coderl_stdio.stdout.flush();
-    coderl_stdio.stdout.rawWrite("\n" ~ sig ~ " " ~ payload ~ "\n");
-    coderl_stdio.stdout.flush();
-}
-"""
+        return code + render("d", "main", dispatch=dispatch)
