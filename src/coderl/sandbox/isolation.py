@@ -23,7 +23,8 @@ from coderl.sandbox.runtime_env import runtime_prefix
 SCRATCH = ("/tmp", "/dev/shm", MNT)  # wiped with the work dir whenever a run left anything there
 INSIDE_DIR = "/coderl"
 INSIDE_FILES = ("runner.py", "zygote_handle.py", "status_rules.py", "run_record.py", "prelude_scan.py", "zygote.py",
-                "wire.py", "workdir.py", "reap.py")  # the slot's own code, stdlib only
+                "wire.py", "frames.py", "pid1.py", "output_cap.py", "workdir.py",
+                "reap.py")  # the slot's own code, stdlib only
 RUNNER_PATH_INSIDE = INSIDE_DIR + "/runner.py"
 SANDBOX_UID = 65534
 _ETC = ("/etc/alternatives", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime",

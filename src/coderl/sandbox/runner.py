@@ -26,7 +26,8 @@ other deaths.
 
 Why this file is over 400 lines: what is left here is one class's state (the slot's zygotes, the
 prepared submission, the output buffers, the per-test watch over pipes, timers and an adopted
-orphan), which the split-off pieces (zygote_handle.py, status_rules.py, prelude_scan.py) do not share.
+orphan), which the split-off pieces (zygote_handle.py, status_rules.py, prelude_scan.py, and pid1.py,
+frames.py and output_cap.py, shared with the session's PID 1) do not share.
 """
 
 from __future__ import annotations
@@ -39,12 +40,15 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import reap  # noqa: E402 - the modules beside this file (``/coderl`` in the sandbox)
+import pid1  # noqa: E402 - the modules beside this file (``/coderl`` in the sandbox)
+import reap  # noqa: E402
 import wire  # noqa: E402
+from frames import encode_frame, read_frame  # noqa: E402
+from output_cap import CappedOutput  # noqa: E402
 from prelude_scan import _needs_prelude  # noqa: E402
 from run_record import RunRecord, RunStatus  # noqa: E402
 from status_rules import _child_rlimits, _compile_record, _status  # noqa: E402
-from wire import encode_frame, meta_packet, oom_kills, read_frame, split_meta_packet, write_all  # noqa: E402
+from wire import meta_packet, oom_kills, split_meta_packet, write_all  # noqa: E402
 from workdir import WorkDir  # noqa: E402
 from zygote_handle import ZYGOTE_START_S, ZygoteLost, ZygoteProcess  # noqa: E402
 
@@ -253,8 +257,8 @@ class Runner:
         zygote was lost, stdout and stderr."""
         zygote = self.zygote
         events = zygote.events
-        output = _Output({self.out_r: limits["stdout_kb"] * 1024, self.err_r: limits["stderr_kb"] * 1024},
-                         self.status_r)
+        output = CappedOutput({self.out_r: limits["stdout_kb"] * 1024, self.err_r: limits["stderr_kb"] * 1024},
+                               self.status_r)
         poller = select.poll()
         for fd in (self.out_r, self.err_r, self.status_r, events):
             poller.register(fd, select.POLLIN)
@@ -388,57 +392,6 @@ class _Outbox:
             self.frames = []
 
 
-class _Output:
-    """A test's stdout and stderr under their caps, and its status pipe."""
-
-    def __init__(self, caps: dict[int, int], status_fd: int) -> None:
-        self.caps = caps
-        self.status_fd = status_fd
-        self.chunks: dict[int, list[bytes]] = {fd: [] for fd in caps}
-        self.sizes = dict.fromkeys(caps, 0)
-        self.truncated = dict.fromkeys(caps, False)
-        self.status = bytearray()
-
-    def read(self, fd: int) -> None:
-        try:
-            chunk = os.read(fd, 1 << 16)
-        except BlockingIOError:
-            return
-        self.take(fd, chunk)
-
-    def take(self, fd: int, chunk: bytes) -> None:
-        """Keep what fits under the fd's cap; the rest is dropped (and flagged)."""
-        if fd == self.status_fd:
-            self.status.extend(chunk)
-            return
-        room = self.caps[fd] - self.sizes[fd]
-        if len(chunk) > room:
-            self.truncated[fd] = True
-            chunk = chunk[:room]
-        if chunk:
-            self.chunks[fd].append(chunk)
-            self.sizes[fd] += len(chunk)
-
-    def drain(self) -> None:
-        """Everything still in the pipes: every writer is dead, and the next test must find them
-        empty. A read shorter than asked for emptied its pipe."""
-        poller = select.poll()
-        for fd in (*self.caps, self.status_fd):
-            poller.register(fd, select.POLLIN)
-        for fd, _ev in poller.poll(0):
-            while True:
-                try:
-                    chunk = os.read(fd, 1 << 16)
-                except BlockingIOError:
-                    break
-                self.take(fd, chunk)
-                if len(chunk) < 1 << 16:
-                    break
-
-    def bytes(self, fd: int) -> bytes:
-        return b"".join(self.chunks[fd])
-
-
 def _pwrite_all(fd: int, data: bytes) -> None:
     view, offset = memoryview(data), 0
     while offset < len(data):
@@ -496,36 +449,18 @@ def main() -> None:
     os.dup2(null, 0)
     os.dup2(null, 1)
     os.close(null)
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None)
-        libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: programs cannot read or write us through /proc/1/mem
-        libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: a lost zygote's test processes become ours
-    except OSError:
-        pass
+    pid1.make_private(subreaper=True)  # a lost zygote's test processes become ours
     runner = Runner(box, scratch, pid_namespace, oom_fd)
     for zygote in runner.zygotes.values():
         zygote.start()
-    write_all(PROTO_OUT, encode_frame({"ready": True, "pid": os.getpid()}))
-    while True:
-        try:
-            header, blobs = read_frame(PROTO_IN)
-        except EOFError:
-            return
-        op = header.get("op")
-        try:
-            if op == "prepare":
-                reply, out_blobs = runner.prepare(header, blobs)
-            elif op == "run_batch":
-                reply, out_blobs = runner.run_batch(header, blobs)
-            elif op == "stop":  # arrived after its batch had already finished
-                continue
-            else:
-                reply, out_blobs = {"error": f"unknown op {op!r}"}, []
-        except Exception as exc:  # noqa: BLE001 - reported as a sandbox error by the engine
-            reply, out_blobs = {"error": f"{type(exc).__name__}: {exc}"}, []
-        write_all(PROTO_OUT, encode_frame(reply, out_blobs))
+    pid1.serve({"prepare": runner.prepare, "run_batch": runner.run_batch,
+                "stop": None},  # a stop that arrived after its batch had already finished
+               _runner_error, fd_in=PROTO_IN, fd_out=PROTO_OUT)
+
+
+def _runner_error(header: dict, exc: Exception) -> tuple[dict, list[bytes]]:
+    """Any failure of a request is the runner's: the engine turns it into sandbox_error records."""
+    return {"error": f"{type(exc).__name__}: {exc}"}, []
 
 
 if __name__ == "__main__":

@@ -47,7 +47,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import json
 import os
 import stat
 import tempfile
@@ -59,11 +58,13 @@ from pathlib import Path
 from coderl.errors import BadRequest, DiffUnavailable, EditRejected, IsolationUnavailable, SessionFailure
 from coderl.sandbox import isolation, overlay, seccomp
 from coderl.sandbox.cgroups import CgroupManager, SlotCgroup
-from coderl.sandbox.wire import HEADER, MAX_HEADER, encode_frame, oom_kills
+from coderl.sandbox.frames import encode_frame, read_frame_async
+from coderl.sandbox.spawn import kill_process_group, spawn_in_cgroup
+from coderl.sandbox.wire import oom_kills
 
 REPO = "/repo"
 GATEWAY_SOCKET = "/run/coderl/gateway.sock"
-SESSION_FILES = ("session_init.py", "wire.py", "reap.py")
+SESSION_FILES = ("session_init.py", "pid1.py", "frames.py", "output_cap.py", "wire.py", "reap.py")
 _START_TIMEOUT_S = 20.0
 _GRACE_S = 10.0  # on top of a command's timeout before PID 1 counts as hung
 _CAPTURE_TIMEOUT_S = 120.0
@@ -259,11 +260,7 @@ class Session:
 
     async def _kill(self) -> None:
         proc, self._proc = self._proc, None
-        if proc is not None and proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, 9)
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(proc.wait(), 5)
+        await kill_process_group(proc)
         if self._cgroup is not None:
             self._cgroup.kill_all()
 
@@ -276,7 +273,7 @@ class Session:
                 proc.stdin.write(encode_frame(header, blobs))
                 await proc.stdin.drain()
                 async with asyncio.timeout(timeout_s):
-                    reply, out = await _read_frame(proc.stdout)
+                    reply, out = await read_frame_async(proc.stdout)
             except (OSError, RuntimeError, TimeoutError, asyncio.IncompleteReadError, ValueError) as exc:
                 await self._kill()
                 raise SessionFailure(f"session {self.id}: its sandbox failed ({type(exc).__name__}: {exc})") from exc
@@ -300,14 +297,6 @@ def _mode(path: str) -> int:
         return os.stat(path).st_mode
     except OSError:
         return 0
-
-
-async def _read_frame(stream: asyncio.StreamReader) -> tuple[dict, list[bytes]]:
-    (size,) = HEADER.unpack(await stream.readexactly(HEADER.size))
-    if size > MAX_HEADER:
-        raise ValueError(f"oversized frame header {size}")
-    header = json.loads(await stream.readexactly(size))
-    return header, [await stream.readexactly(n) for n in header.get("blobs", [])]
 
 
 class SessionHost:
@@ -391,7 +380,7 @@ class SessionHost:
         try:
             assert session._proc is not None and session._proc.stdout is not None
             async with asyncio.timeout(_START_TIMEOUT_S):
-                ready, _ = await _read_frame(session._proc.stdout)
+                ready, _ = await read_frame_async(session._proc.stdout)
             if not ready.get("ready"):
                 raise SessionFailure(f"session {sid} sent {ready!r} instead of ready")
             if gateway_port is not None:
@@ -431,17 +420,9 @@ class SessionHost:
         assert self._seccomp is not None
         fd = seccomp.filter_fd(self._seccomp)
         argv = [str(fd) if a == "SECCOMP_FD" else a for a in argv]
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
-        oom_fd = None
-        if cgroup is not None:  # join the cgroup before exec, so every descendant is inside
-            oom_fd = os.open(cgroup.oom_counter_file, os.O_RDONLY)
-            env["CODERL_CGROUP_PROCS"] = " ".join(cgroup.procs_files)
-            argv = ["/bin/sh", "-c", 'for p in $CODERL_CGROUP_PROCS; do echo $$ > "$p"; done; exec "$@"',
-                    "coderl-session", *argv]
+        oom_fd = None if cgroup is None else os.open(cgroup.oom_counter_file, os.O_RDONLY)
         try:
-            proc = await asyncio.create_subprocess_exec(
-                *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE, pass_fds=(fd,), env=env, limit=1 << 24, start_new_session=True)
+            proc = await spawn_in_cgroup(argv, cgroup, pass_fds=(fd,), label="coderl-session")
         except OSError as exc:
             if oom_fd is not None:
                 os.close(oom_fd)
@@ -486,10 +467,7 @@ class SessionHost:
             raise SessionFailure(f"session {session.id}: capturing the diff took over {_CAPTURE_TIMEOUT_S:.0f} s") \
                 from exc
         finally:
-            if proc.returncode is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, 9)
-                await proc.wait()
+            await kill_process_group(proc)
         if code != 0:
             why = await _stderr_of(proc)
             raise DiffUnavailable(f"git could not read the episode's files (exit {code}): {why}")

@@ -21,17 +21,17 @@ the episode's only way out (the model gateway).
 
 from __future__ import annotations
 
-import _json  # the C half of json: frames without importing json (and re, enum, ...) at start
 import os
-import resource
 import select
 import stat
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import reap  # noqa: E402 - the modules beside this file (``/coderl`` in the sandbox)
-from wire import HEADER, MAX_HEADER, read_exact, write_all  # noqa: E402
+import pid1  # noqa: E402 - the modules beside this file (``/coderl`` in the sandbox)
+import reap  # noqa: E402
+from output_cap import CappedOutput  # noqa: E402
+from wire import write_all  # noqa: E402
 
 del sys.path[0]
 
@@ -42,46 +42,11 @@ DRAIN_AFTER_EXIT_S = 0.2  # output still in the pipes once the command exited (a
 _FORWARDERS: set[int] = set()
 
 
-def _not_json(obj: object) -> object:
-    raise TypeError(f"cannot encode {type(obj).__name__}")
+def _rlimits(by_name: dict[str, int]) -> list[tuple[int, int, int]]:
+    """The host's rlimits (``{"RLIMIT_NOFILE": n, ...}``) as (resource, soft, hard), soft = hard."""
+    import resource
 
-
-class _Scanner:  # what _json.make_scanner reads from json.JSONDecoder
-    strict, object_hook, object_pairs_hook, parse_float, parse_int = True, None, None, float, int
-    parse_constant = staticmethod(float)
-
-
-_ENCODE = _json.make_encoder(None, _not_json, _json.encode_basestring_ascii, None, ":", ",", False, False, False)
-_SCAN = _json.make_scanner(_Scanner())
-
-
-def encode_frame(header: dict, blobs: list[bytes] = ()) -> bytes:  # type: ignore[assignment]
-    """``wire.encode_frame``, with the json module's C encoder."""
-    raw = "".join(_ENCODE({**header, "blobs": [len(b) for b in blobs]}, 0)).encode()
-    return b"".join([HEADER.pack(len(raw)), raw, *blobs])
-
-
-def read_frame(fd: int) -> tuple[dict, list[bytes]]:
-    """``wire.read_frame``, with the json module's C scanner."""
-    (size,) = HEADER.unpack(read_exact(fd, HEADER.size))
-    if size > MAX_HEADER:
-        raise ValueError(f"frame header too large: {size}")
-    header = _SCAN(read_exact(fd, size).decode(), 0)[0]
-    return header, [read_exact(fd, n) for n in header.get("blobs", [])]
-
-
-def _private() -> None:
-    """Non-dumpable: a command of the same uid cannot read or write PID 1 through /proc/1/mem or
-    inject frames into its protocol pipes through /proc/1/fd (ptrace itself is denied by seccomp)."""
-    import ctypes
-
-    ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0
-
-
-def _limits(rl: dict) -> None:
-    for name, value in rl.items():
-        which = getattr(resource, name)
-        resource.setrlimit(which, (value, value))
+    return [(getattr(resource, name), value, value) for name, value in by_name.items()]
 
 
 def do_exec(req: dict, stdin: bytes) -> tuple[dict, list[bytes]]:
@@ -103,7 +68,7 @@ def do_exec(req: dict, stdin: bytes) -> tuple[dict, list[bytes]]:
             os.chdir(req["cwd"])
             with open("/proc/self/oom_score_adj", "w") as fh:  # the OOM killer takes the command, not PID 1
                 fh.write("1000")
-            _limits(req["rlimits"])
+            pid1.set_rlimits(_rlimits(req["rlimits"]))
             os.execve(SHELL, [SHELL, "-c", req["cmd"]], env)
         except BaseException as exc:  # noqa: BLE001 - report and die, never return into PID 1's loop
             os.write(2, f"session: cannot start the command: {exc}\n".encode())
@@ -112,12 +77,10 @@ def do_exec(req: dict, stdin: bytes) -> tuple[dict, list[bytes]]:
     for fd in (out_w, err_w, in_fd):
         os.close(fd)
     cap = int(req["output_bytes"])
-    kept = {out_r: bytearray(), err_r: bytearray()}
-    truncated = {out_r: False, err_r: False}
+    output = CappedOutput({out_r: cap, err_r: cap})
     deadline = started + float(req["timeout_s"])
     status: int | None = None
     timed_out = output_limit = False
-    dropped = 0
     open_fds = [out_r, err_r]
     drain_until: float | None = None
     while open_fds and not output_limit:
@@ -134,17 +97,9 @@ def do_exec(req: dict, stdin: bytes) -> tuple[dict, list[bytes]]:
         limit = (drain_until if drain_until is not None else deadline) - now
         ready, _, _ = select.select(open_fds, [], [], min(max(limit, 0), 0.05))
         for fd in ready:
-            chunk = os.read(fd, 1 << 16)
-            if not chunk:
+            if not output.read(fd):
                 open_fds.remove(fd)
-                continue
-            room = cap - len(kept[fd])
-            if room > 0:
-                kept[fd] += chunk[:room]
-            if len(chunk) > room:
-                truncated[fd] = True
-                dropped += len(chunk) - max(room, 0)
-                output_limit = dropped > OUTPUT_KILL_FACTOR * cap and status is None
+        output_limit = output.dropped > OUTPUT_KILL_FACTOR * cap and status is None
     while status is None and not timed_out and not output_limit:  # the pipes closed first: wait for the exit itself
         done, st = os.waitpid(pid, os.WNOHANG)
         if done:
@@ -161,11 +116,11 @@ def do_exec(req: dict, stdin: bytes) -> tuple[dict, list[bytes]]:
         "signal": 9 if status is None else (os.WTERMSIG(status) if os.WIFSIGNALED(status) else None),
         "timed_out": timed_out,
         "output_limit": output_limit,
-        "stdout_truncated": truncated[out_r],
-        "stderr_truncated": truncated[err_r],
+        "stdout_truncated": output.truncated[out_r],
+        "stderr_truncated": output.truncated[err_r],
         "wall_s": round(time.monotonic() - started, 4),
     }
-    return reply, [bytes(kept[out_r]), bytes(kept[err_r])]
+    return reply, [output.bytes(out_r), output.bytes(err_r)]
 
 
 def do_read(req: dict) -> tuple[dict, list[bytes]]:
@@ -257,27 +212,19 @@ def _relay(listener, target: str) -> None:  # type: ignore[no-untyped-def]
                 s.close()
 
 
-def serve() -> None:
-    _private()
-    write_all(PROTO_OUT, encode_frame({"ready": True, "pid": os.getpid()}))
-    ops = {"exec": lambda h, b: do_exec(h, b[0] if b else b""), "read": lambda h, b: do_read(h),
-           "write": lambda h, b: do_write(h, b[0] if b else b""), "listdir": lambda h, b: do_listdir(h),
-           "forward": lambda h, b: do_forward(h)}
-    while True:
-        try:
-            header, blobs = read_frame(PROTO_IN)
-        except EOFError:
-            return
-        op = ops.get(header.get("op"))
-        if op is None:
-            write_all(PROTO_OUT, encode_frame({"error": f"unknown op {header.get('op')!r}"}))
-            continue
-        try:
-            reply, out = op(header, blobs)
-        except OSError as exc:  # a path the agent's files make impossible: the caller's answer, not a crash
-            reply, out = {"error_kind": "os_error", "message": f"{exc.strerror or exc}: {header.get('path', '')}"}, []
-        write_all(PROTO_OUT, encode_frame(reply, out))
+def _os_error(header: dict, exc: Exception) -> tuple[dict, list[bytes]]:
+    """A path the agent's files make impossible is the caller's answer, not a crash; anything
+    else is ours, and ends PID 1 (the host sees a failed session)."""
+    if not isinstance(exc, OSError):
+        raise exc
+    return {"error_kind": "os_error", "message": f"{exc.strerror or exc}: {header.get('path', '')}"}, []
 
+
+def serve() -> None:
+    pid1.make_private()
+    pid1.serve({"exec": lambda h, b: do_exec(h, b[0] if b else b""), "read": lambda h, b: do_read(h),
+                "write": lambda h, b: do_write(h, b[0] if b else b""), "listdir": lambda h, b: do_listdir(h),
+                "forward": lambda h, b: do_forward(h)}, _os_error, fd_in=PROTO_IN, fd_out=PROTO_OUT)
 
 if __name__ == "__main__":
     serve()

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import json
 import os
 import shutil
 import tempfile
@@ -20,9 +19,11 @@ from dataclasses import dataclass
 from coderl.errors import NOT_RECEIVED, SlotFailure
 from coderl.sandbox import isolation, seccomp
 from coderl.sandbox.cgroups import CgroupManager, SlotCgroup
+from coderl.sandbox.frames import encode_frame, read_frame_async
 from coderl.sandbox.program import RunInput
 from coderl.sandbox.result import STOPPED, CompileResult, Limits, RunResult
-from coderl.sandbox.wire import HEADER, MAX_HEADER, encode_frame, oom_kills
+from coderl.sandbox.spawn import kill_process_group, spawn_in_cgroup
+from coderl.sandbox.wire import oom_kills
 
 _START_TIMEOUT_S = 20.0
 _PROTOCOL_GRACE_S = 10.0  # on top of a run's own wall limit before we call the runner hung
@@ -58,7 +59,6 @@ class Slot:
             self.cgroup = cfg.cgroups.slot(self.index)
         self.uses_cgroup_memory = self.cgroup is not None
         pass_fds: tuple[int, ...] = ()
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
         if self.cgroup is not None and self._oom_fd is None:
             self._oom_fd = os.open(self.cgroup.oom_counter_file, os.O_RDONLY)
         oom_fd = self._oom_fd  # one fd for the runner and for us: both pread it, no offset shared
@@ -75,15 +75,8 @@ class Slot:
             os.makedirs(box)
             os.makedirs(scratch)
             argv = isolation.unisolated_argv(box, scratch, oom_fd)
-        if self.cgroup is not None:  # join the cgroup before exec, so every descendant is inside
-            env["CODERL_CGROUP_PROCS"] = " ".join(self.cgroup.procs_files)
-            argv = ["/bin/sh", "-c", 'for p in $CODERL_CGROUP_PROCS; do echo $$ > "$p"; done; exec "$@"',
-                    "coderl-slot", *argv]
         try:
-            self._proc = await asyncio.create_subprocess_exec(
-                *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE, pass_fds=pass_fds, env=env, limit=1 << 24,
-                start_new_session=True)
+            self._proc = await spawn_in_cgroup(argv, self.cgroup, pass_fds=pass_fds, label="coderl-slot")
         finally:
             for fd in pass_fds:
                 if fd != oom_fd:  # ours stays open (closed in stop)
@@ -102,14 +95,7 @@ class Slot:
     async def stop(self) -> None:
         self.healthy = False
         proc, self._proc = self._proc, None
-        if proc is not None and proc.returncode is None:
-            # The slot leads its own session (start_new_session), so this reaches it and everything it
-            # started. No proc.kill() after it: Popen polls before signalling and could reap the
-            # process ahead of asyncio's child watcher, which then warns on stderr.
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, 9)
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(proc.wait(), 5)
+        await kill_process_group(proc)  # the slot leads its own session: this reaches all it started
         if proc is not None and proc.stdin is not None:
             proc.stdin.close()
         if self.cgroup is not None:
@@ -236,16 +222,12 @@ class Slot:
 
     async def _read_frame(self) -> tuple[dict, list[bytes]]:
         assert self._proc is not None and self._proc.stdout is not None
-        stream = self._proc.stdout
         try:
-            (size,) = HEADER.unpack(await stream.readexactly(HEADER.size))
-            if size > MAX_HEADER:
-                raise SlotFailure(f"oversized frame header {size}")
-            header = json.loads(await stream.readexactly(size))
-            blobs = [await stream.readexactly(n) for n in header.get("blobs", [])]
+            return await read_frame_async(self._proc.stdout)
         except asyncio.IncompleteReadError as exc:
             raise SlotFailure("runner closed its pipe") from exc
-        return header, blobs
+        except ValueError as exc:
+            raise SlotFailure(str(exc)) from exc
 
     async def _drain_stderr(self) -> None:
         assert self._proc is not None and self._proc.stderr is not None

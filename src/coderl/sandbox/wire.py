@@ -3,14 +3,12 @@
 Inside the sandbox this file is ``/coderl/wire.py``, imported by the runner and the zygote as a
 top-level module; the engine imports it as ``coderl.sandbox.wire``.
 
-Two formats, for two kinds of traffic:
-- engine <-> runner, a few messages per submission: a *frame* is ``>I`` header length, a JSON
-  header, then the raw blobs the header's ``"blobs"`` lengths name.
-- runner <-> zygote, two messages per test: a *packet* is one op byte, a ``>I`` payload length and
-  the payload. The per-test packets carry fixed structs, so the zygote, which forks between them,
-  parses nothing and allocates almost nothing (every page it writes after a fork costs a fault);
-  the per-submission ones carry marshalled data. json is imported by the frame functions only:
-  the lean zygote imports this module, and every module it holds makes each fork dearer.
+Host <-> PID 1 traffic, a few messages per submission or command, is ``frames`` (JSON headers
+and blobs). Runner <-> zygote traffic, two messages per test, is *packets* here: one op byte, a
+``>I`` payload length and the payload. The per-test packets carry fixed structs, so the zygote,
+which forks between them, parses nothing and allocates almost nothing (every page it writes after
+a fork costs a fault); the per-submission ones carry marshalled data. No json here: the lean
+zygote imports this module, and every module it holds makes each fork dearer.
 """
 
 from __future__ import annotations
@@ -25,8 +23,6 @@ STATUS_FD = 3
 ZYGOTE_COMMANDS, ZYGOTE_EVENTS, ZYGOTE_DIAGNOSTICS = 10, 11, 12
 STATUS_MEMORY_ERROR = b"M"  # what a Python test process writes on the status pipe when out of memory
 
-HEADER = struct.Struct(">I")
-MAX_HEADER = 16 * 1024 * 1024
 PACKET = struct.Struct(">cI")
 FORKED = struct.Struct(">i")  # the test process's pid
 EXITED = struct.Struct(">iddq")  # wait status, user s, system s, peak RSS KiB
@@ -34,14 +30,6 @@ EXITED = struct.Struct(">iddq")  # wait status, user s, system s, peak RSS KiB
 RUN = PACKET.pack(b"R", 0)
 FORKED_PACKET = struct.Struct(PACKET.format + FORKED.format[1:])
 EXITED_PACKET = struct.Struct(PACKET.format + EXITED.format[1:])
-
-
-def encode_frame(header: dict, blobs: list[bytes] = ()) -> bytes:  # type: ignore[assignment]
-    import json
-
-    header = dict(header, blobs=[len(b) for b in blobs])
-    raw = json.dumps(header, separators=(",", ":")).encode()
-    return b"".join([HEADER.pack(len(raw)), raw, *blobs])
 
 
 def read_exact(fd: int, n: int) -> bytes:
@@ -53,16 +41,6 @@ def read_exact(fd: int, n: int) -> bytes:
         chunks.append(chunk)
         left -= len(chunk)
     return b"".join(chunks)
-
-
-def read_frame(fd: int) -> tuple[dict, list[bytes]]:
-    import json
-
-    (size,) = HEADER.unpack(read_exact(fd, HEADER.size))
-    if size > MAX_HEADER:
-        raise ValueError(f"frame header too large: {size}")
-    header = json.loads(read_exact(fd, size))
-    return header, [read_exact(fd, n) for n in header.get("blobs", [])]
 
 
 def write_all(fd: int, data: bytes) -> None:
