@@ -60,10 +60,12 @@ def locate_config(env: Path, snapshot: Path, files: tuple[str, ...]) -> tuple[st
     try:
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=_LOCATE_TIMEOUT_S,
                               env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise EnvBuildError(f"cannot find the task's pytest configuration: {exc}") from exc
+    try:
         found = json.loads(proc.stdout)
-    except (OSError, subprocess.TimeoutExpired, json.JSONDecodeError) as exc:
-        tail = locals().get("proc")
-        why = tail.stderr.strip()[-300:] if tail is not None else str(exc)
+    except json.JSONDecodeError as exc:
+        why = proc.stderr.strip()[-300:] or f"exit {proc.returncode}"
         raise EnvBuildError(f"cannot find the task's pytest configuration: {why}") from exc
 
     def inside(path: str | None) -> str | None:
