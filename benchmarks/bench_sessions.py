@@ -33,7 +33,7 @@ LIMITS = SessionLimits(episode_s=600, exec_s=300, memory_mb=1024, max_processes=
 
 def cgroup_mib(session) -> float:  # type: ignore[no-untyped-def]
     """What the episode's cgroup is charged (its processes and its tmpfs pages), in MiB."""
-    cg = session._cgroup
+    cg = session.cgroup
     if cg is None:
         return float("nan")
     name = "memory.current" if cg.version == "v2" else "memory.usage_in_bytes"
@@ -69,7 +69,7 @@ async def main(args: argparse.Namespace) -> None:
 
         s = await host.open(snapshot, env_dir=env, limits=LIMITS)
         run = await s.exec(cmd)
-        st = os.statvfs(s._layer.root)
+        st = os.statvfs(s.layer.root)
         used = (st.f_blocks - st.f_bfree) * st.f_frsize / 2**20
         await s.close()
         print(f"disk per episode after one test run: {used:.2f} MiB (exit {run.exit_code}); shared: snapshot "

@@ -38,8 +38,8 @@ def stream(records: list[tuple[str, dict]], exit_code: int | None = 0, drop: int
 
 
 def run_of(records, exit_code=0, drop=None, **kw) -> ExecResult:
-    return ExecResult(exit_code=0, signal=None, timed_out=kw.pop("timed_out", False),
-                      stdout=stream(records, exit_code, drop), stderr="log", **kw)
+    return ExecResult.of_command(exit_code=0, signal=None, timed_out=kw.pop("timed_out", False),
+                                 stdout=stream(records, exit_code, drop), stderr="log", **kw)
 
 
 def passing(outcome: str = "passed", raised: str | None = None, xfail_marked: bool = False, status: int = 0,

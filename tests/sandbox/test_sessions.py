@@ -89,8 +89,8 @@ def test_episodes_cannot_see_each_other(repo):
             await a.close()
             await b.close()
         for s in (a, b):  # nothing left behind: no mount, no layer directory, no cgroup
-            assert str(s._layer.root) not in Path("/proc/self/mountinfo").read_text()
-            assert not s._layer.root.exists() and s._cgroup is None
+            assert str(s.layer.root) not in Path("/proc/self/mountinfo").read_text()
+            assert not s.layer.root.exists() and s.cgroup is None
     run(body)
 
 

@@ -164,10 +164,10 @@ async def _apply(session: Session, diff: str, path: str) -> str:
     """Apply a diff in the session's work tree; '' on success, else why not."""
     await session.write_file(path, diff.encode("utf-8", "surrogateescape"))
     run = await session.exec(f"git apply --whitespace=nowarn {path}", timeout_s=60)
-    if run.ok:
+    if run.exit_code == 0:
         return ""
     fallback = await session.exec(f"patch --batch --fuzz=5 -p1 -i {path}", timeout_s=60)
-    if fallback.ok:
+    if fallback.exit_code == 0:
         return ""
     return (run.stderr or run.stdout).strip()[-500:]
 

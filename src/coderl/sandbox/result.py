@@ -16,7 +16,7 @@ from typing import Any
 
 from coderl.sandbox.run_record import WIRE_FIELDS, RunRecord, RunStatus
 
-__all__ = ["CompileResult", "Execution", "Limits", "RunResult", "RunStatus"]
+__all__ = ["CompileResult", "ExecResult", "Execution", "Limits", "RunResult", "RunStatus"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -54,10 +54,6 @@ class RunResult(RunRecord):
     stderr: bytes = b""
     files: dict[str, bytes] = field(default_factory=dict)  # fetched from the work dir (or /mnt) after the run
 
-    @property
-    def ok(self) -> bool:
-        return self.status is RunStatus.OK
-
     @classmethod
     def from_frame(cls, header: dict[str, Any], stdout: bytes, stderr: bytes, *fetched: bytes) -> RunResult:
         """The runner's frame for one run: the record in its header, then the output and the
@@ -83,6 +79,51 @@ class RunResult(RunRecord):
             data["stdout"] = self.stdout.decode("utf-8", "replace")
             data["stderr"] = self.stderr.decode("utf-8", "replace")
         return data
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExecResult(RunRecord):
+    """One command of an agent session (``Session.exec``): the same record as a judged run, its
+    outputs decoded with replacement. ``exit_code`` is None when a signal ended it (``signal``: 9
+    after a time-out, an output flood or an out-of-memory kill). ``ok`` (from `RunRecord`) means
+    status ok: exited 0 and no limit hit; a caller that only asks "did it exit 0" says so."""
+
+    stdout: str = ""
+    stderr: str = ""
+
+    @classmethod
+    def of_command(cls, *, exit_code: int | None, signal: int | None, timed_out: bool = False,
+                   oom_killed: bool = False, output_limit: bool = False, **fields: Any) -> ExecResult:
+        """The record of a command from what the session's PID 1 and its cgroup saw, in the order
+        a grader reads them: its time-out, then an out-of-memory kill, then the output flood it was
+        killed for, then its own exit."""
+        if timed_out:
+            status, kind, message = RunStatus.TIME_LIMIT, "wall", "the command's timeout passed"
+        elif oom_killed:
+            status, kind, message = RunStatus.MEMORY_LIMIT, None, "the episode's memory limit killed a process"
+        elif output_limit:
+            status, kind, message = RunStatus.OUTPUT_LIMIT, None, "killed for printing far more than is kept"
+        elif signal is not None:
+            status, kind, message = RunStatus.RUNTIME_ERROR, None, f"killed by signal {signal}"
+        elif exit_code != 0:
+            status, kind, message = RunStatus.RUNTIME_ERROR, None, f"exit code {exit_code}"
+        else:
+            status, kind, message = RunStatus.OK, None, ""
+        return cls(status=status, time_limit_kind=kind, message=message, exit_code=exit_code, signal=signal,
+                   **fields)
+
+    @property
+    def timed_out(self) -> bool:
+        return self.status is RunStatus.TIME_LIMIT
+
+    @property
+    def oom_killed(self) -> bool:
+        return self.status is RunStatus.MEMORY_LIMIT
+
+    @property
+    def output_limit(self) -> bool:
+        """Killed for printing far more than is kept (``stdout_truncated`` alone: output was cut)."""
+        return self.status is RunStatus.OUTPUT_LIMIT
 
 
 STOPPED = "stopped after an earlier failure"  # a skipped record's message once a stop rule fired (as the runner's)

@@ -49,6 +49,12 @@ class RunRecord:
     stderr_truncated: bool = False
     message: str = ""
 
+    @property
+    def ok(self) -> bool:
+        """Status ok: the program exited 0 and hit no limit (a caller that means "exited 0" says
+        ``exit_code == 0``)."""
+        return self.status is RunStatus.OK
+
     def to_wire(self) -> dict[str, Any]:
         """The frame header's fields (a StrEnum status is its string in JSON)."""
         return {name: getattr(self, name) for name in WIRE_FIELDS}

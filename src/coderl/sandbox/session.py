@@ -59,6 +59,7 @@ from coderl.errors import BadRequest, DiffUnavailable, EditRejected, IsolationUn
 from coderl.sandbox import isolation, overlay, seccomp
 from coderl.sandbox.cgroups import CgroupManager, SlotCgroup
 from coderl.sandbox.frames import encode_frame, read_frame_async
+from coderl.sandbox.result import ExecResult
 from coderl.sandbox.spawn import kill_process_group, spawn_in_cgroup
 from coderl.sandbox.wire import oom_kills
 
@@ -93,30 +94,6 @@ class SessionLimits:
                 raise ValueError(f"session limit {name} must be a positive number, got {value!r}")
 
 
-@dataclass(frozen=True)
-class ExecResult:
-    """One command's outcome. ``exit_code`` is None when a signal ended it (``signal``: 9 after a
-    time-out or an out-of-memory kill); the outputs are decoded with replacement."""
-
-    exit_code: int | None
-    signal: int | None
-    timed_out: bool
-    stdout: str
-    stderr: str
-    stdout_truncated: bool = False
-    stderr_truncated: bool = False
-    oom_killed: bool = False
-    output_limit: bool = False  # killed for printing far more than is kept
-    wall_s: float = 0.0
-
-    @property
-    def ok(self) -> bool:
-        return self.exit_code == 0
-
-    def to_dict(self) -> dict:
-        return dict(self.__dict__)
-
-
 @dataclass
 class Session:
     """One episode's sandbox. Create with ``SessionHost.open``; methods are not safe to call
@@ -126,8 +103,8 @@ class Session:
     repo_dir: Path
     limits: SessionLimits
     _host: SessionHost
-    _layer: overlay.EpisodeLayer
-    _cgroup: SlotCgroup | None
+    layer: overlay.EpisodeLayer  # the episode's files (the host's diff capture reads them)
+    cgroup: SlotCgroup | None  # the episode's limits (the diff capture runs under them too)
     _proc: asyncio.subprocess.Process | None = None
     _oom_fd: int | None = None
     _deadline: float = 0.0
@@ -146,8 +123,8 @@ class Session:
         """Run ``bash -c cmd`` in the episode; what it started is killed when it returns."""
         budget = min(timeout_s or self.limits.exec_s, self.remaining_s)
         if budget <= 0:
-            return ExecResult(exit_code=None, signal=None, timed_out=True, stdout="",
-                              stderr="the episode's time budget is spent")
+            return ExecResult.of_command(exit_code=None, signal=None, timed_out=True,
+                                         stderr="the episode's time budget is spent")
         lim = self.limits
         request = {"op": "exec", "cmd": cmd, "cwd": cwd, "env": {**self._env, **(env or {})}, "timeout_s": budget,
                    "output_bytes": lim.output_kb * 1024,
@@ -156,11 +133,11 @@ class Session:
         ooms = oom_kills(self._oom_fd)
         reply, blobs = await self._call(request, [stdin], budget + _GRACE_S)
         out, err = blobs
-        return ExecResult(exit_code=reply["exit_code"], signal=reply["signal"], timed_out=reply["timed_out"],
-                          stdout=out.decode("utf-8", "replace"), stderr=err.decode("utf-8", "replace"),
-                          stdout_truncated=reply["stdout_truncated"], stderr_truncated=reply["stderr_truncated"],
-                          oom_killed=oom_kills(self._oom_fd) > ooms, output_limit=reply["output_limit"],
-                          wall_s=reply["wall_s"])
+        return ExecResult.of_command(
+            exit_code=reply["exit_code"], signal=reply["signal"], timed_out=reply["timed_out"],
+            stdout=out.decode("utf-8", "replace"), stderr=err.decode("utf-8", "replace"),
+            stdout_truncated=reply["stdout_truncated"], stderr_truncated=reply["stderr_truncated"],
+            oom_killed=oom_kills(self._oom_fd) > ooms, output_limit=reply["output_limit"], wall_s=reply["wall_s"])
 
     # ------------------------------------------------------------------ files
     async def read_file(self, path: str, max_bytes: int = 4 << 20) -> bytes:
@@ -236,10 +213,10 @@ class Session:
         layer, remove its cgroup. Idempotent."""
         await self._kill()
         async with self._lock:
-            self._layer.remove()
-            if self._cgroup is not None:
-                self._cgroup.remove()
-                self._cgroup = None
+            self.layer.remove()
+            if self.cgroup is not None:
+                self.cgroup.remove()
+                self.cgroup = None
             if self._oom_fd is not None:
                 os.close(self._oom_fd)
                 self._oom_fd = None
@@ -254,6 +231,25 @@ class Session:
     def __hash__(self) -> int:
         return hash(self.id)
 
+    async def attach(self, proc: asyncio.subprocess.Process, oom_fd: int | None, *,
+                     gateway_port: int | None = None) -> None:
+        """Take over the episode's freshly spawned sandbox (``SessionHost.open`` does this): wait
+        for PID 1's ready frame, start the budget, and relay ``gateway_port`` when asked. Raises
+        ``SessionFailure`` with what bubblewrap or PID 1 said; the caller then closes the session."""
+        self._proc, self._oom_fd = proc, oom_fd
+        self._deadline = time.monotonic() + self.limits.episode_s
+        try:
+            assert proc.stdout is not None
+            async with asyncio.timeout(_START_TIMEOUT_S):
+                ready, _ = await read_frame_async(proc.stdout)
+            if not ready.get("ready"):
+                raise SessionFailure(f"session {self.id} sent {ready!r} instead of ready")
+            if gateway_port is not None:
+                await self._call({"op": "forward", "port": gateway_port, "socket": GATEWAY_SOCKET}, [], _GRACE_S)
+        except (TimeoutError, asyncio.IncompleteReadError, ValueError, SessionFailure) as exc:
+            why = await _stderr_of(proc)
+            raise SessionFailure(f"session {self.id} did not start: {why or exc}") from exc
+
     # ------------------------------------------------------------------ internals
     def _abs(self, path: str) -> str:
         return os.path.normpath(path if path.startswith("/") else os.path.join(REPO, path))
@@ -261,8 +257,8 @@ class Session:
     async def _kill(self) -> None:
         proc, self._proc = self._proc, None
         await kill_process_group(proc)
-        if self._cgroup is not None:
-            self._cgroup.kill_all()
+        if self.cgroup is not None:
+            self.cgroup.kill_all()
 
     async def _call(self, header: dict, blobs: list[bytes], timeout_s: float) -> tuple[dict, list[bytes]]:
         async with self._lock:
@@ -365,12 +361,11 @@ class SessionHost:
             session_env = {"PATH": path, "HOME": "/tmp", "LANG": "C.UTF-8", "TMPDIR": "/tmp", **(env or {})}
             if env_dir:
                 session_env["VIRTUAL_ENV"] = str(env_dir)
-            session = Session(id=sid, repo_dir=repo_dir, limits=limits, _host=self, _layer=layer, _cgroup=cgroup,
+            session = Session(id=sid, repo_dir=repo_dir, limits=limits, _host=self, layer=layer, cgroup=cgroup,
                               _env=session_env)
             argv = self._argv(layer.merged, limits, [str(env_dir)] if env_dir else [], ro_binds,
                               [("--bind", gateway_socket, GATEWAY_SOCKET)] if gateway_socket else [])
-            session._proc, session._oom_fd = await self._spawn(argv, cgroup)
-            session._deadline = time.monotonic() + limits.episode_s
+            proc, oom_fd = await self._spawn(argv, cgroup)
             self.sessions.add(session)
         except BaseException:
             layer.remove()
@@ -378,17 +373,10 @@ class SessionHost:
                 cgroup.remove()
             raise
         try:
-            assert session._proc is not None and session._proc.stdout is not None
-            async with asyncio.timeout(_START_TIMEOUT_S):
-                ready, _ = await read_frame_async(session._proc.stdout)
-            if not ready.get("ready"):
-                raise SessionFailure(f"session {sid} sent {ready!r} instead of ready")
-            if gateway_port is not None:
-                await session._call({"op": "forward", "port": gateway_port, "socket": GATEWAY_SOCKET}, [], _GRACE_S)
-        except (TimeoutError, asyncio.IncompleteReadError, ValueError, SessionFailure) as exc:
-            why = await _stderr_of(session._proc)
+            await session.attach(proc, oom_fd, gateway_port=gateway_port)
+        except BaseException:
             await session.close()
-            raise SessionFailure(f"session {sid} did not start: {why or exc}") from exc
+            raise
         session.started_s = time.monotonic() - t0
         return session
 
@@ -448,9 +436,9 @@ class SessionHost:
         env = {"GIT_DIR": "/git", "GIT_WORK_TREE": REPO, "GIT_INDEX_FILE": "/tmp/index",
                "GIT_OBJECT_DIRECTORY": "/tmp/objects", "GIT_ALTERNATE_OBJECT_DIRECTORIES": "/git/objects",
                "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null"}
-        argv = self._argv(session._layer.merged, session.limits, [], [], [], repo_ro=True, setenv=env,
+        argv = self._argv(session.layer.merged, session.limits, [], [], [], repo_ro=True, setenv=env,
                           pristine_git=session.repo_dir.resolve() / ".git", command=["/bin/sh", "-c", script])
-        proc, oom_fd = await self._spawn(argv, session._cgroup)
+        proc, oom_fd = await self._spawn(argv, session.cgroup)
         if oom_fd is not None:
             os.close(oom_fd)
         assert proc.stdout is not None and proc.stdin is not None
