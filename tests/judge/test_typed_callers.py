@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from coderl.judge import harness, typed_callers
+from coderl.judge import harness
+from coderl.judge.languages import CALLERS
+from coderl.judge.signed import signature
 from coderl.judge.spec import TestSpec
 
 TRICKY = 'a"b\\c\n\t$\x01€'
@@ -26,7 +28,7 @@ TRICKY = 'a"b\\c\n\t$\x01€'
     ("racket", "(define (f s)", r'"a\"b\\c\n\t$\001€"'),
 ])
 def test_strings_survive_as_source_literals(language, code, literal):
-    assert typed_callers.CALLERS[language].arguments(code, "f", [TRICKY]) == [literal]
+    assert CALLERS[language].arguments(code, "f", [TRICKY]) == [literal]
 
 
 @pytest.mark.parametrize("language, code, literals", [
@@ -46,16 +48,16 @@ def test_strings_survive_as_source_literals(language, code, literal):
 ])
 def test_arguments_follow_the_parsed_signature(language, code, literals):
     args = [[1, 2], 3, 0 if language == "go" else 0.5]
-    assert typed_callers.CALLERS[language].arguments(code, "f", args) == literals
+    assert CALLERS[language].arguments(code, "f", args) == literals
 
 
 def test_go_grouped_parameters_take_the_type_after_them():
-    assert typed_callers.CALLERS["go"].params("func f(a, b int, s string) bool {", "f") == ["int", "int", "string"]
+    assert CALLERS["go"].params("func f(a, b int, s string) bool {", "f") == ["int", "int", "string"]
 
 
 def test_a_missing_function_still_builds_a_program_so_its_compiler_reports_it():
     """No readable signature is the submission's fault: a compile error, not a rejected request."""
-    source = typed_callers.function_program("java", "class Other {}", "add", [[1, 2]])
+    source = CALLERS["java"].program("class Other {}", "add", [[1, 2]])
     assert "add(1, 2)" in source
 
 
@@ -69,17 +71,17 @@ def test_a_missing_function_still_builds_a_program_so_its_compiler_reports_it():
 ])
 def test_arguments_a_caller_cannot_express_are_a_clear_error(language, code, args, why):
     with pytest.raises(ValueError, match=why):
-        typed_callers.function_program(language, code, "f", [args])
+        CALLERS[language].program(code, "f", [args])
 
 
 def test_the_case_stdin_carries_index_and_signature_only():
     """Expected outputs and arguments stay out of stdin: the arguments are literals in the program."""
     spec = TestSpec(mode="function", fn_name="f", cases=[{"args": [1], "output": 99}, {"args": [2], "output": 98}])
     stdin = harness.case_stdin(spec, 1, "nonce", None, "cpp")
-    assert stdin == f"1 {harness.signature('nonce')}\n".encode()
+    assert stdin == f"1 {signature('nonce')}\n".encode()
     assert harness.supports("kotlin", "function") and not harness.supports("kotlin", "assert")
 
 
 def test_a_name_that_is_not_an_identifier_is_refused():
     with pytest.raises(ValueError, match="not an identifier"):
-        typed_callers.function_program("cpp", "int f(int x) {}", "f); system(\"id\"", [[1]])
+        CALLERS["cpp"].program("int f(int x) {}", "f); system(\"id\"", [[1]])

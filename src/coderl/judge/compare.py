@@ -13,7 +13,7 @@ import math
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from coderl.judge.harness import NotPlainData
+from coderl.judge.signed import NotPlainData
 from coderl.judge.spec import CompareOptions
 
 

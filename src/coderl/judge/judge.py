@@ -18,6 +18,7 @@ from coderl.judge.asserts import SplitTest, check_reports, parse_reports, split_
 from coderl.judge.extract import extract_code
 from coderl.judge.formats import to_spec
 from coderl.judge.result import STATUS_VERDICT, CaseResult, JudgeResult
+from coderl.judge.signed import new_nonce, read_signed, signature
 from coderl.judge.spec import TestSpec
 from coderl.judge.special import SpecialJudge
 from coderl.judge.verdict import Verdict, worst
@@ -59,7 +60,7 @@ class Judge:
             source = harness.program(spec, code, language)
         except ValueError as exc:
             raise BadRequest(str(exc)) from None
-        nonce = harness.new_nonce()
+        nonce = new_nonce()
         python = language == "python"
         tests = [split_asserts(c.code) for c in spec.cases] if spec.mode == "assert" else []  # type: ignore[union-attr]
         inputs = [harness.case_stdin(spec, i, nonce, tests[i] if tests else None, language)
@@ -112,11 +113,11 @@ class Judge:
         if spec.mode == "stdio":
             ok, why = compare.stdio(result.stdout.decode("utf-8", "replace"), case.output, spec.compare)  # type: ignore[union-attr]
         elif spec.mode == "function":
-            signed, value = harness.read_signed(result.stdout, nonce)
+            signed, value = read_signed(result.stdout, nonce)
             ok, why = compare.values(value, case.output, spec.compare) if signed else (False, _NOT_TO_THE_END)  # type: ignore[union-attr]
         else:  # assert: none failed in the sandbox, and the ones taken out compare equal here
-            ok, why = check_reports(parse_reports(result.stdout, harness.signature(nonce)), tests[index].expected)
-            if ok and not harness.read_signed(result.stdout, nonce)[0]:
+            ok, why = check_reports(parse_reports(result.stdout, signature(nonce)), tests[index].expected)
+            if ok and not read_signed(result.stdout, nonce)[0]:
                 ok, why = False, _NOT_TO_THE_END
         return CaseResult(verdict=Verdict.ACCEPTED if ok else Verdict.WRONG_ANSWER, run=result, message=why)
 
