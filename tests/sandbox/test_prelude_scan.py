@@ -1,4 +1,4 @@
-"""Table tests for `_needs_prelude`: whether a Python program could tell that LiveCodeBench's
+"""Table tests for `needs_prelude`: whether a Python program could tell that LiveCodeBench's
 import prelude is missing. A false yes only costs speed (the warm zygote); a false no would
 change a verdict, so every way to reach a prelude name must say yes."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from coderl.sandbox.prelude_scan import _needs_prelude
+from coderl.sandbox.prelude_scan import needs_prelude
 
 NAMES = frozenset({b"sqrt", b"deque", b"heapq", b"math"})
 
@@ -32,9 +32,9 @@ ROWS += [(f"looks names up: {name}", f"{name}\n".encode(), True)
 
 @pytest.mark.parametrize(("source", "needed"), [row[1:] for row in ROWS], ids=[row[0] for row in ROWS])
 def test_needs_prelude(source: bytes, needed: bool) -> None:
-    assert _needs_prelude(source, NAMES) is needed
+    assert needs_prelude(source, NAMES) is needed
 
 
 def test_no_names_bound_means_only_run_time_lookups_count() -> None:
-    assert _needs_prelude(b"print(sqrt(4))\n", frozenset()) is False
-    assert _needs_prelude(b"print(globals())\n", frozenset()) is True
+    assert needs_prelude(b"print(sqrt(4))\n", frozenset()) is False
+    assert needs_prelude(b"print(globals())\n", frozenset()) is True

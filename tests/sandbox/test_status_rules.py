@@ -9,10 +9,10 @@ import signal
 import pytest
 
 from coderl.sandbox.result import Limits, RunStatus
-from coderl.sandbox.status_rules import _child_rlimits, _compile_record, _status
+from coderl.sandbox.status_rules import child_rlimits, compile_record, run_status
 
 LIMITS = Limits(cpu_s=2.0, wall_s=4.0, memory_mb=256, stdout_kb=64, file_size_kb=128, open_files=32,
-                max_processes=10).to_dict()
+                max_processes=10)
 
 
 def _facts(**changes) -> dict:
@@ -59,26 +59,26 @@ STATUS_ROWS = [
 @pytest.mark.parametrize(("facts", "killed_for", "status", "kind", "message"),
                          [row[1:] for row in STATUS_ROWS], ids=[row[0] for row in STATUS_ROWS])
 def test_status_rule(facts: dict, killed_for: str | None, status: str, kind: str | None, message: str) -> None:
-    got = _status(_facts(**facts), killed_for, LIMITS)
+    got = run_status(_facts(**facts), killed_for, LIMITS)
     assert got == (status, kind, message)
     assert isinstance(got[0], RunStatus)
 
 
 @pytest.mark.parametrize(("cpu_s", "soft"), [(0.1, 1), (1.0, 1), (1.001, 2), (2.0, 2), (2.5, 3)])
 def test_cpu_rlimit_rounds_up_to_whole_seconds_with_a_one_second_hard_margin(cpu_s: float, soft: int) -> None:
-    rlimits = {res: (s, h) for res, s, h in _child_rlimits({**LIMITS, "cpu_s": cpu_s}, pid_namespace=False)}
+    rlimits = {res: (s, h) for res, s, h in child_rlimits(LIMITS.replace(cpu_s=cpu_s), pid_namespace=False)}
     assert rlimits[resource.RLIMIT_CPU] == (soft, soft + 1)
 
 
 @pytest.mark.parametrize(("memory_mb", "stack_mb"), [(256, 256), (1024, 1024), (4096, 1024)])
 def test_stack_rlimit_is_the_memory_limit_capped_at_one_gib(memory_mb: int, stack_mb: int) -> None:
-    rlimits = {res: (s, h) for res, s, h in _child_rlimits({**LIMITS, "memory_mb": memory_mb}, pid_namespace=False)}
+    rlimits = {res: (s, h) for res, s, h in child_rlimits(LIMITS.replace(memory_mb=memory_mb), pid_namespace=False)}
     assert rlimits[resource.RLIMIT_STACK] == (stack_mb << 20, stack_mb << 20)
 
 
 @pytest.mark.parametrize(("pid_namespace", "nproc"), [(True, (12, 12)), (False, None)])
 def test_fixed_rlimits_and_nproc_only_in_a_pid_namespace(pid_namespace: bool, nproc: tuple | None) -> None:
-    rlimits = {res: (s, h) for res, s, h in _child_rlimits(LIMITS, pid_namespace)}
+    rlimits = {res: (s, h) for res, s, h in child_rlimits(LIMITS, pid_namespace)}
     assert rlimits[resource.RLIMIT_FSIZE] == (128 * 1024, 128 * 1024)
     assert rlimits[resource.RLIMIT_NOFILE] == (32, 32)
     assert rlimits[resource.RLIMIT_CORE] == (0, 0)
@@ -87,6 +87,6 @@ def test_fixed_rlimits_and_nproc_only_in_a_pid_namespace(pid_namespace: bool, np
 
 @pytest.mark.parametrize(("status", "exit_code"), [(RunStatus.OK, 0), (RunStatus.RUNTIME_ERROR, 1)])
 def test_compile_record(status: RunStatus, exit_code: int) -> None:
-    record = _compile_record(status, 1.2345678)
+    record = compile_record(status, 1.2345678)
     assert (record.status, record.exit_code, record.signal) == (status, exit_code, None)
     assert record.cpu_s == record.wall_s == 1.234568

@@ -12,7 +12,7 @@ _LOOKS_UP_NAMES = frozenset({b"eval", b"exec", b"compile", b"globals", b"locals"
                              b"__builtins__", b"__dict__", b"__import__"})
 
 
-def _needs_prelude(source: bytes, names: frozenset[bytes]) -> bool:
+def needs_prelude(source: bytes, names: frozenset[bytes]) -> bool:
     """Whether a program could tell that the prelude is missing. Conservative: any token the
     prelude binds (in a string or a comment too; only attribute names after a dot are not names),
     any way to look a name up at run time, or any non-ASCII byte (identifiers are

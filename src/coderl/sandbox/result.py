@@ -10,42 +10,12 @@ outcome, and a submission's `Execution`. Field names are the JSON API's.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from coderl.sandbox.run_record import WIRE_FIELDS, RunRecord, RunStatus
+from coderl.sandbox.run_record import WIRE_FIELDS, Limits, RunRecord, RunStatus
 
 __all__ = ["CompileResult", "ExecResult", "Execution", "Limits", "RunResult", "RunStatus"]
-
-
-@dataclass(frozen=True, kw_only=True)
-class Limits:
-    """Per-run resource limits. Units are in the names; every field has a safe default.
-
-    >>> Limits(cpu_s=2.0, memory_mb=256)
-    """
-
-    cpu_s: float = 6.0
-    wall_s: float = 12.0
-    memory_mb: int = 1024
-    max_processes: int = 64
-    stdout_kb: int = 64 * 1024
-    stderr_kb: int = 1024
-    file_size_kb: int = 64 * 1024
-    open_files: int = 256
-
-    def __post_init__(self) -> None:
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            if not isinstance(value, int | float) or value <= 0:
-                raise ValueError(f"limit {f.name} must be a positive number, got {value!r}")
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    def replace(self, **changes: Any) -> Limits:
-        return dataclasses.replace(self, **changes)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,4 +1,4 @@
-"""The one record of a program run, like isolate's meta file (stdlib only: the runner inside the
+"""The limits of a program run and its one record, like isolate's meta file (stdlib only: the runner inside the
 sandbox fills it, the engine reads it back from the frame's JSON header, and `RunResult` adds the
 captured bytes to it).
 
@@ -34,6 +34,40 @@ class RunStatus(enum.StrEnum):
     OUTPUT_LIMIT = "output_limit"
     SANDBOX_ERROR = "sandbox_error"
     SKIPPED = "skipped"  # not run: stopped at first failure or total time budget spent
+
+
+@dataclass(frozen=True, kw_only=True)
+class Limits:
+    """Per-run resource limits. Units are in the names; every field has a safe default.
+
+    >>> Limits(cpu_s=2.0, memory_mb=256)
+    """
+
+    cpu_s: float = 6.0
+    wall_s: float = 12.0
+    memory_mb: int = 1024
+    max_processes: int = 64
+    stdout_kb: int = 64 * 1024
+    stderr_kb: int = 1024
+    file_size_kb: int = 64 * 1024
+    open_files: int = 256
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if not isinstance(value, int | float) or value <= 0:
+                raise ValueError(f"limit {f.name} must be a positive number, got {value!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The limits as the frames carry them to the runner (`from_dict` reads them back)."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Self:
+        return cls(**data)
+
+    def replace(self, **changes: Any) -> Self:
+        return dataclasses.replace(self, **changes)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -45,9 +45,9 @@ import reap  # noqa: E402
 import wire  # noqa: E402
 from frames import encode_frame, read_frame  # noqa: E402
 from output_cap import CappedOutput  # noqa: E402
-from prelude_scan import _needs_prelude  # noqa: E402
-from run_record import RunRecord, RunStatus  # noqa: E402
-from status_rules import _child_rlimits, _compile_record, _status  # noqa: E402
+from prelude_scan import needs_prelude  # noqa: E402
+from run_record import Limits, RunRecord, RunStatus  # noqa: E402
+from status_rules import child_rlimits, compile_record, run_status  # noqa: E402
 from wire import meta_packet, oom_kills, split_meta_packet, write_all  # noqa: E402
 from workdir import WorkDir  # noqa: E402
 from zygote_handle import ZYGOTE_START_S, ZygoteLost, ZygoteProcess  # noqa: E402
@@ -81,6 +81,7 @@ class Runner:
         self.zygotes = {flavor: ZygoteProcess(fds, box, flavor) for flavor in ("lean", "warm")}
         self.zygote = self.zygotes["warm"]  # the current submission's
         self.stop_seen = False  # the engine's protocol pipe became readable during a run: a stop frame
+        self.cgroup_memory = False  # the slot cgroup enforces memory: no RSS polling of our own
         self.code_packet: bytes | None = None  # replayed to a fresh zygote: the submission's code
         self.job_packet: bytes | None = None  # ... and what its children are to be
 
@@ -99,14 +100,20 @@ class Runner:
                 zygote.send(b"J", self.job_packet)
         return zygote
 
-    def _set_job(self, job: dict, limits: dict) -> None:
-        self.job_packet = meta_packet({**job, "rlimits": _child_rlimits(limits, self.pid_namespace)})
+    def _set_job(self, job: dict, limits: Limits) -> None:
+        self.job_packet = meta_packet({**job, "rlimits": child_rlimits(limits, self.pid_namespace)})
         try:
             self._zygote().send(b"J", self.job_packet)
         except ZygoteLost:
             self.zygote.stop()  # the next run starts a fresh one, which is told the job
 
     # -- requests
+    def _limits(self, header: dict) -> Limits:
+        """A request's limits: the frame's dict (the engine's `Limits`, memory already raised by
+        the language's overhead) read back, and whether the slot's cgroup enforces the memory."""
+        self.cgroup_memory = bool(header["cgroup_memory"])
+        return Limits.from_dict(header["limits"])
+
     def prepare(self, header: dict, blobs: list[bytes]) -> tuple[dict, list[bytes]]:
         self.recipe = header["recipe"]
         self.work.prepare(dict(zip(header["files"], blobs, strict=True)))
@@ -114,7 +121,7 @@ class Runner:
         self.code_packet = self.job_packet = None
         self.zygote = self.zygotes[self._flavor()]
         self.zygote.check()
-        limits = header["limits"]
+        limits = self._limits(header)
         if self.recipe.get("warm_python"):
             reply, out_blobs = self._prepare_python(limits)
         elif not self.recipe.get("compile"):
@@ -128,16 +135,16 @@ class Runner:
         """The warm zygote (it holds the prelude's modules) for Python that imports anything (a
         false "import" in a string only costs speed) or needs the LiveCodeBench prelude; the
         lean one, which forks faster, for the rest. A prelude asked for but not needed is left out
-        and only its two limits kept (``_needs_prelude``)."""
+        and only its two limits kept (``needs_prelude``)."""
         if not self.recipe.get("warm_python"):
             return "lean"
         source = self.work.files[self.recipe["source"]]
         if b"import" in source:
             return "warm"
         names = self.zygotes["warm"].prelude_names
-        return "warm" if self.recipe.get("prelude") and (not names or _needs_prelude(source, names)) else "lean"
+        return "warm" if self.recipe.get("prelude") and (not names or needs_prelude(source, names)) else "lean"
 
-    def _compile(self, limits: dict) -> tuple[dict, list[bytes]]:
+    def _compile(self, limits: Limits) -> tuple[dict, list[bytes]]:
         self._set_job({"kind": "exec", "argv": self.recipe["compile"], "env": self.recipe.get("env", {})}, limits)
         record, out, err, _ = self._run_one(b"", {}, limits)
         ok = record.status is RunStatus.OK and record.exit_code == 0
@@ -149,7 +156,7 @@ class Runner:
         self.work.wipe()
         return {"ok": ok, "run": record.to_wire()}, [out, err]
 
-    def _prepare_python(self, limits: dict) -> tuple[dict, list[bytes]]:
+    def _prepare_python(self, limits: Limits) -> tuple[dict, list[bytes]]:
         """Compile once, in the zygote: every test forks from a process that holds the code object.
         A big source compiles in a throw-away child first, and the code comes back marshalled."""
         name = self.recipe["source"]
@@ -164,7 +171,7 @@ class Runner:
             packet = meta_packet({**meta, "form": "source"}, source)
         else:
             self._set_job({"kind": "compile_python", "source": name, "filename": meta["filename"]}, limits)
-            record, out, err, _ = self._run_one(b"", {}, dict(limits, stdout_kb=MARSHAL_OUTPUT_KB))
+            record, out, err, _ = self._run_one(b"", {}, limits.replace(stdout_kb=MARSHAL_OUTPUT_KB))
             self.work.wipe()
             if record.status is not RunStatus.OK or not out.startswith(b"C"):
                 return {"ok": False, "run": record.to_wire()}, [b"", out[1:] if out.startswith(b"E") else err]
@@ -177,21 +184,21 @@ class Runner:
         except ZygoteLost:  # the compiler itself blew up on this source
             self.zygote.stop()
             message = b"compiling the program crashed the interpreter\n"
-            record = _compile_record(RunStatus.RUNTIME_ERROR, time.monotonic() - started)
+            record = compile_record(RunStatus.RUNTIME_ERROR, time.monotonic() - started)
             return {"ok": False, "run": record.to_wire()}, [b"", message]
         result, _ = split_meta_packet(reply)
         if op != b"C":
             raise RuntimeError(f"zygote answered {op!r} to a load")
         if not result["ok"]:
-            record = _compile_record(RunStatus.RUNTIME_ERROR, result["seconds"])
+            record = compile_record(RunStatus.RUNTIME_ERROR, result["seconds"])
             return {"ok": False, "run": record.to_wire()}, [b"", result["message"].encode("utf-8", "replace")]
         self.code_packet = packet
-        return {"ok": True, "run": _compile_record(RunStatus.OK, result["seconds"]).to_wire()}, [b"", b""]
+        return {"ok": True, "run": compile_record(RunStatus.OK, result["seconds"]).to_wire()}, [b"", b""]
 
     def run_batch(self, header: dict, blobs: list[bytes]) -> tuple[dict, list[bytes]]:
         """Run every input in order, streaming one result frame each; a ``stop`` frame from the
         engine (or the spent budget) turns the rest into skipped records. Ends with ``done``."""
-        limits = header["limits"]
+        limits = self._limits(header)
         budget = header.get("budget_s")
         started = time.monotonic()
         stopped = ""
@@ -216,7 +223,7 @@ class Runner:
                 if left <= 0:
                     stopped = f"total time budget {budget} s spent"
                 else:
-                    run_limits = dict(limits, wall_s=min(limits["wall_s"], max(left, 0.05)))
+                    run_limits = limits.replace(wall_s=min(limits.wall_s, max(left, 0.05)))
             if stopped:
                 outbox.add(encode_frame({"index": index, "status": RunStatus.SKIPPED, "message": stopped}), urgent=False)
                 continue
@@ -227,7 +234,7 @@ class Runner:
         return {"done": True}, []
 
     # -- one test
-    def _run_one(self, stdin: bytes, files: dict, limits: dict,  # type: ignore[no-untyped-def]
+    def _run_one(self, stdin: bytes, files: dict, limits: Limits,  # type: ignore[no-untyped-def]
                  *, fetch=()) -> tuple[RunRecord, bytes, bytes, dict[str, bytes]]:
         """One test: its record, its stdout and stderr, and the files fetched after it."""
         self.work.materialise(files)
@@ -242,30 +249,30 @@ class Runner:
         markers = self.recipe.get("memory_error_markers", [])
         if record.status is RunStatus.RUNTIME_ERROR and any(m.encode() in err for m in markers):
             record = dataclasses.replace(record, status=RunStatus.MEMORY_LIMIT,
-                                         message=f"memory limit {limits['memory_mb']} MiB exceeded (runtime out of heap)")
+                                         message=f"memory limit {limits.memory_mb} MiB exceeded (runtime out of heap)")
         kills = oom_kills(self.oom_fd)
         # An OOM kill during the test is the test's doing, even when the kernel took the zygote.
         if kills > self.oom_kills and (record.status is not RunStatus.OK or lost):
             record = dataclasses.replace(record, status=RunStatus.MEMORY_LIMIT,
-                                         message=f"memory limit {limits['memory_mb']} MiB exceeded (out-of-memory kill)")
+                                         message=f"memory limit {limits.memory_mb} MiB exceeded (out-of-memory kill)")
         self.oom_kills = kills
         return record, out, err, self.work.fetch(list(fetch)) if fetch else {}
 
-    def _watch(self, limits: dict, start: float) -> tuple[RunRecord, bool, bytes, bytes]:
+    def _watch(self, limits: Limits, start: float) -> tuple[RunRecord, bool, bytes, bytes]:
         """Drain the test's output under its limits until the zygote reports the exit (or, when the
         zygote is lost, until the adopted test process exits). Returns the record, whether the
         zygote was lost, stdout and stderr."""
         zygote = self.zygote
         events = zygote.events
-        output = CappedOutput({self.out_r: limits["stdout_kb"] * 1024, self.err_r: limits["stderr_kb"] * 1024},
+        output = CappedOutput({self.out_r: limits.stdout_kb * 1024, self.err_r: limits.stderr_kb * 1024},
                                self.status_r)
         poller = select.poll()
         for fd in (self.out_r, self.err_r, self.status_r, events):
             poller.register(fd, select.POLLIN)
         if not self.stop_seen:
             poller.register(PROTO_IN, select.POLLIN)
-        deadline = start + limits["wall_s"]
-        rss_limit_kb = None if limits.get("cgroup_memory") else limits["memory_mb"] * 1024
+        deadline = start + limits.wall_s
+        rss_limit_kb = None if self.cgroup_memory else limits.memory_mb * 1024
         pid: int | None = None
         exited: tuple | None = None
         killed_for = None
@@ -328,7 +335,7 @@ class Runner:
         facts = {"exit_code": None, "signal": None, "memory_error": wire.STATUS_MEMORY_ERROR in output.status}
         if exited is None:  # the zygote took the exit status with it
             facts.update(cpu_s=0.0, memory_kb=peak_poll_kb)
-            status, kind, message = _status(facts, killed_for, limits) if killed_for else (
+            status, kind, message = run_status(facts, killed_for, limits) if killed_for else (
                 RunStatus.RUNTIME_ERROR, None, "")
         else:
             wait_status, utime, stime, maxrss = exited
@@ -337,7 +344,7 @@ class Runner:
                 facts["exit_code"] = os.WEXITSTATUS(wait_status)
             elif os.WIFSIGNALED(wait_status):
                 facts["signal"] = os.WTERMSIG(wait_status)
-            status, kind, message = _status(facts, killed_for, limits)
+            status, kind, message = run_status(facts, killed_for, limits)
         record = RunRecord(status=status, exit_code=facts["exit_code"], signal=facts["signal"], time_limit_kind=kind,
                            cpu_s=facts["cpu_s"], wall_s=wall_s,
                            memory_kb=facts["memory_kb"], stdout_truncated=output.truncated[self.out_r],

@@ -137,9 +137,9 @@ class Slot:
         stop_sent = False
         oom_at_start = self._oom_kills()
         try:
-            prepare = {"op": "prepare", "recipe": recipe, "files": list(files),
+            prepare = {"op": "prepare", "recipe": recipe, "files": list(files), "cgroup_memory": self.uses_cgroup_memory,
                        "limits": self._wire_limits(compile_limits if not pipelined else limits, memory_overhead_mb)}
-            batch = {"op": "run_batch", "budget_s": budget_s,
+            batch = {"op": "run_batch", "budget_s": budget_s, "cgroup_memory": self.uses_cgroup_memory,
                      "runs": [{"files": list(r.files), "fetch": list(r.fetch)} for r in runs]}
             batch_blobs = [b for r in runs for b in (r.stdin, *r.files.values())]
             if pipelined:  # one write, one wake-up of the runner
@@ -190,7 +190,7 @@ class Slot:
             except OSError as exc:
                 self.healthy = False
                 raise SlotFailure(f"slot {self.index}: cannot set cgroup limits: {exc}") from exc
-        return {**limits.to_dict(), "memory_mb": effective_mb, "cgroup_memory": self.uses_cgroup_memory}
+        return limits.replace(memory_mb=effective_mb).to_dict()
 
     async def _send(self, header: dict, blobs: list[bytes], then: tuple[dict, list[bytes]] | None = None) -> None:
         """Write a frame (and the frame ``then``, in the same write)."""
