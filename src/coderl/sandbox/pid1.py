@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import os
 import resource
-from typing import TYPE_CHECKING
+
+TYPE_CHECKING = False  # not typing's: importing typing costs every PID 1 its start and ~1 MiB
 
 if __package__:  # the host side (tests, tools) imports coderl.sandbox.pid1
     from coderl.sandbox.frames import encode_frame, read_frame
@@ -16,7 +17,7 @@ else:  # inside the sandbox, beside frames.py and wire.py
     from frames import encode_frame, read_frame  # type: ignore[no-redef]
     from wire import write_all  # type: ignore[no-redef]
 
-if TYPE_CHECKING:  # collections.abc would cost every PID 1 its start
+if TYPE_CHECKING:  # collections.abc likewise
     from collections.abc import Callable, Iterable
 
     Reply = tuple[dict, list[bytes]]

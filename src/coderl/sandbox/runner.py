@@ -16,7 +16,7 @@ wait status and usage. Programs cannot signal PID 1; they can signal the zygote,
 the runner adopts the test process (orphans go to PID 1), ends the test itself, and starts a fresh
 zygote for the next test.
 
-Protocol with the engine (fds 10/11): ``wire`` frames. Requests: ``prepare`` (language recipe +
+Protocol with the engine (fds 10/11): ``frames``. Requests: ``prepare`` (language recipe +
 files; compiles; answers with the compile record) and ``run_batch`` (per input: stdin, extra files,
 fetch list; shared limits and an optional total budget), answered by one result frame per input as
 each finishes, then ``done``; the engine may send ``stop`` meanwhile (its stop rule saw a failure)

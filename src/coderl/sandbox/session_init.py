@@ -1,7 +1,7 @@
 """PID 1 of an agent session's sandbox: runs the episode's commands and file operations (stdlib only).
 
 Inside the sandbox this is ``/coderl/session_init.py``. The host (``coderl.sandbox.session``)
-talks to it over bubblewrap's stdin/stdout with ``wire`` frames, one request at a time:
+talks to it over bubblewrap's stdin/stdout with ``frames``, one request at a time:
 
 - ``exec``: ``/bin/bash -c CMD`` in a fresh process (its own session, stdin from a blob, stdout
   and stderr through pipes kept up to ``output_bytes`` each, the rest drained and dropped), under
