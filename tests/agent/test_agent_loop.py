@@ -191,15 +191,13 @@ def test_run_agent_rl_dry_run(tmp_path):
     assert "agent loop coderl_gateway_agent" in done.stdout
 
 
-def test_agent_loop_repo_task_scored_by_the_grader(tiny_model, tokenizer, tmp_path):
-    """A repository task row of `coderl data swe`: the harness (in a session sandbox over the task's
-    snapshot) applies the fix the model's scripted turn writes; the episode's diff is graded in a
-    fresh sandbox by part 2's grader (score: repo): resolved, reward 1.0."""
+def gold_fix_episode(tokenizer, tmp_path) -> tuple[dict, dict, ScriptedServer]:
+    """The first builtin repository task as a `coderl data swe` row (with its ``extra_info``) and a
+    scripted model whose one tool call applies the task's gold patch, then says it is done."""
     import pandas as pd
 
     from coderl.agent.repo_task import RepoTask
     from coderl.data.swe import build_swe
-    from coderl.sandbox import isolation
 
     build_swe("builtin", tmp_path / "swe", repos_dir=None, cache_dir=tmp_path / "cache")
     row = pd.read_parquet(tmp_path / "swe" / "train.parquet").iloc[0].to_dict()
@@ -209,6 +207,16 @@ def test_agent_loop_repo_task_scored_by_the_grader(tiny_model, tokenizer, tmp_pa
     call = json.dumps({"name": "bash", "arguments": {"cmd": cmd}})
     server = ScriptedServer(tokenizer, [char_ids(tokenizer, f"Applying the fix.\n<tool_call>\n{call}\n</tool_call>"),
                                         char_ids(tokenizer, "Fixed.")])
+    return row, extra_info, server
+
+
+def test_agent_loop_repo_task_scored_by_the_grader(tiny_model, tokenizer, tmp_path):
+    """A repository task row of `coderl data swe`: the harness (in a session sandbox over the task's
+    snapshot) applies the fix the model's scripted turn writes; the episode's diff is graded in a
+    fresh sandbox by part 2's grader (score: repo): resolved, reward 1.0."""
+    from coderl.sandbox import isolation
+
+    row, extra_info, server = gold_fix_episode(tokenizer, tmp_path)
     command = f"{isolation.sandbox_python()} {HERE / 'scripted_agent.py'}"
     out = run_sandboxed(tiny_model, tokenizer, tmp_path, server, command, {"temperature": 1.0}, score="repo",
                         timeout_s=180, raw_prompt=list(row["prompt"]), data_source=row["data_source"],

@@ -11,7 +11,15 @@ import os
 from pathlib import Path
 
 import pytest
-from tests.agent.test_agent_loop import HERE, TASK, TESTS, ScriptedServer, char_ids, run_sandboxed, script
+from tests.agent.test_agent_loop import (
+    HERE,
+    TASK,
+    TESTS,
+    ScriptedServer,
+    gold_fix_episode,
+    run_sandboxed,
+    script,
+)
 from tests.helpers.browser import chromium, open_page
 
 from coderl.cli import main
@@ -83,22 +91,11 @@ def test_agent_record_and_its_page(model_dir, tokenizer, tmp_path, monkeypatch):
 def test_repo_episode_record_has_the_diff_and_grader_log(model_dir, tokenizer, tmp_path, monkeypatch):
     """A repository task (`coderl data swe`'s built-in set), graded by part 2's grader: the record
     holds the diff and the grader's result and log; the page colours the diff."""
-    import pandas as pd
     from playwright.sync_api import expect
-
-    from coderl.agent.repo_task import RepoTask
-    from coderl.data.swe import build_swe
 
     run = tmp_path / "run"
     monkeypatch.setenv("CODERL_RECORD_DIR", str(run / "records"))
-    build_swe("builtin", tmp_path / "swe", repos_dir=None, cache_dir=tmp_path / "cache")
-    row = pd.read_parquet(tmp_path / "swe" / "train.parquet").iloc[0].to_dict()
-    extra_info = dict(row["extra_info"])
-    gold = RepoTask.from_row(json.loads(extra_info["task"])).gold_patch
-    cmd = f"cat > /tmp/fix.diff <<'EOF'\n{gold}EOF\ngit apply /tmp/fix.diff && echo applied"
-    call = json.dumps({"name": "bash", "arguments": {"cmd": cmd}})
-    server = ScriptedServer(tokenizer, [char_ids(tokenizer, f"Applying the fix.\n<tool_call>\n{call}\n</tool_call>"),
-                                        char_ids(tokenizer, "Fixed.")])
+    row, extra_info, server = gold_fix_episode(tokenizer, tmp_path)
     out = run_sandboxed(model_dir, tokenizer, tmp_path, server, harness(), {"temperature": 1.0}, score="repo",
                         timeout_s=180, global_steps=3, raw_prompt=list(row["prompt"]), data_source=row["data_source"],
                         reward_model=dict(row["reward_model"]), extra_info=extra_info)
