@@ -152,7 +152,7 @@ def run_child(spec: dict, rec_w: int, log_w: int) -> None:
         _import_builtin_plugins()
         trusted = (sys.base_prefix, sys.prefix, spec["site_packages"], os.path.dirname(os.path.abspath(__file__)))
         runner_files = {m.__name__: m.__file__ for m in (pytest, pluggy, sys.modules["_pytest"])}
-        foreign = {name: f for name, f in runner_files.items() if not reporter.under(f, trusted[:3])}
+        foreign = {name: f for name, f in runner_files.items() if not reporter.under(f, reporter.real_prefixes(trusted[:3]))}
         if foreign:
             sys.stderr.write(f"launcher: the test runner does not come from the environment: {foreign}\n")
             _exit(EXIT_NO_RUNNER)

@@ -38,23 +38,27 @@ import pytest
 
 MAX_OTHER_FAILURES = 50
 # what a Reporter holds from start to end (the rest is counts and state it rebinds as it goes)
-FIXED_ATTRIBUTES = ("_send", "_wanted", "_repo", "_trusted", "_blob", "_watched", "_runner_names", "_functions", "_ids")
+FIXED_ATTRIBUTES = ("_send", "_wanted", "_repo", "_in_repo", "_trusted", "_blob", "_watched", "_runner_names", "_functions", "_ids")
+
+
+def real_prefixes(prefixes: tuple[str, ...]) -> tuple[str, ...]:
+    """``prefixes`` with their symlinks resolved, once, before any code of the repository runs: what
+    they resolve to then is what counts (and resolving them again on every check costs the run
+    hundreds of ``lstat`` calls)."""
+    return tuple(os.path.realpath(prefix) for prefix in prefixes)
 
 
 def under(path: str, prefixes: tuple[str, ...]) -> bool:
-    """``path`` (symlinks resolved) is one of ``prefixes`` or inside one."""
+    """``path`` (symlinks resolved) is one of ``prefixes`` (from ``real_prefixes``) or inside one."""
     real = os.path.realpath(path)
-    for prefix in prefixes:
-        top = os.path.realpath(prefix)
-        if real == top or real.startswith(top.rstrip("/") + "/"):
-            return True
-    return False
+    return any(real == top or real.startswith(top.rstrip("/") + "/") for top in prefixes)
 
 
 class Reporter:
     def __init__(self, send, *, wanted: frozenset, repo: str, trusted: tuple, blob, watched: dict,  # type: ignore[no-untyped-def]
                  runner_names: frozenset) -> None:
-        self._send, self._wanted, self._repo, self._trusted, self._blob = send, wanted, repo, trusted, blob
+        self._send, self._wanted, self._repo, self._blob = send, wanted, repo, blob
+        self._trusted, self._in_repo = real_prefixes(trusted), real_prefixes((repo,))
         self._watched, self._runner_names = watched, runner_names
         self._functions = _functions(watched)  # before any code of the repository has run
         self._hooks: dict = {}
@@ -159,8 +163,9 @@ class Reporter:
             blob = self._blob(real)
         except OSError:
             blob = None
-        where = os.path.relpath(real, self._repo) if under(real, (self._repo,)) else real
-        return {"path": where, "blob": blob, "in_repo": under(real, (self._repo,))}
+        in_repo = under(real, self._in_repo)
+        where = os.path.relpath(real, self._repo) if in_repo else real
+        return {"path": where, "blob": blob, "in_repo": in_repo}
 
     def _shadowed(self) -> list[dict]:
         """Modules of the standard library or the runner that were imported from the work tree."""
@@ -168,7 +173,7 @@ class Reporter:
         found = []
         for name, module in list(sys.modules.items()):
             source = getattr(module, "__file__", None)
-            if name.split(".")[0] in names and source and under(source, (self._repo,)):
+            if name.split(".")[0] in names and source and under(source, self._in_repo):
                 found.append(self._file(source))
         return found
 
@@ -214,12 +219,19 @@ def _source(plugin) -> str | None:  # type: ignore[no-untyped-def]
 
 def _functions(modules: dict) -> dict[str, tuple]:
     """Every function and class of ``modules`` (and every function of those classes), by name, as
-    the identity of the object and of its code: a monkeypatch changes one of them."""
+    the identity of the object and of its code: a monkeypatch changes one of them. A class's
+    members are listed once, under the first name it is found by: the modules re-export the same
+    classes (2.6 times over in pytest 9), and walking a copy again costs time and finds nothing
+    more; a class found first under another name later loses its keys, which reads as replaced."""
     out: dict[str, tuple] = {}
+    walked: set[int] = set()
     for mod_name, module in modules.items():
         for name, value in list(vars(module).items()):
             if isinstance(value, type):
                 out[f"{mod_name}.{name}"] = (id(value),)
+                if id(value) in walked:
+                    continue
+                walked.add(id(value))
                 for attr, member in list(vars(value).items()):
                     func = getattr(member, "__func__", member)
                     if callable(func):
