@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import os
 import signal
-import socket
 import threading
 import time
 
@@ -20,6 +19,7 @@ import pytest
 
 from coderl.client import SandboxClient
 from coderl.server.settings import Settings
+from tests.helpers.service import free_port
 
 pytestmark = pytest.mark.ray
 
@@ -52,7 +52,7 @@ def test_a_proxy_slow_to_start_is_waited_for():
 
     freezer = threading.Thread(target=freeze_the_proxy_as_it_starts)
     try:
-        port = _unused_port()
+        port = free_port()  # Ray's proxy binds its port itself: no socket to hand over
         freezer.start()
         start_serve({"host": "127.0.0.1", "port": port})
         freezer.join()
@@ -76,7 +76,7 @@ def ray_service():
     from coderl.server.ray_serve import build_app, start_serve
 
     ray.init(address="local", num_cpus=2, include_dashboard=False)
-    port = _unused_port()
+    port = free_port()  # Ray's proxy binds its port itself: no socket to hand over
     start_serve({"host": "127.0.0.1", "port": port})
     serve.run(build_app(Settings(slots=1, queue=32), replicas=2, cpus_per_replica=0.5), name="coderl", route_prefix="/")
     url = f"http://127.0.0.1:{port}"
@@ -180,15 +180,6 @@ def test_a_starved_proxy_is_waited_for_not_restarted(ray_service):
     asyncio.run(main())
     assert _proxy_pid() == proxy, "the controller restarted the proxy"
     assert answered == {i: f"{i}\n" for i in range(10)}
-
-
-def _unused_port() -> int:
-    """A loopback port free now, for Ray Serve's proxy, which binds its port itself (no inherited
-    socket, as `coderl serve --fd` takes). Should another process take it in between, the proxy
-    cannot bind it and the bounded ``/readyz`` wait fails, naming the URL."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _wait_for_readyz(url: str, timeout_s: float = 120) -> None:
