@@ -25,9 +25,9 @@ from pathlib import Path
 
 from transformers import AutoTokenizer
 
-from coderl.agent.backends import ReplayBackend
-from coderl.agent.chat import ChatFormat
 from coderl.data.qwen_tokenizer import build_tiny_model
+from coderl.gateway.backends import ReplayBackend
+from coderl.gateway.chat import ChatFormat
 
 TOOLS = [{"type": "function", "function": {"name": "bash", "description": "Run a command",
                                            "parameters": {"type": "object", "properties": {"command": {"type": "string"}}}}}]

@@ -23,11 +23,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from coderl.agent.grader import RepoGrader
-from coderl.agent.repo_store import RepoStore
-from coderl.agent.repo_task import RepoTask
-from coderl.agent.task_set import build_task_set
 from coderl.sandbox.session import SessionHost
+from coderl.swe.grader import RepoGrader
+from coderl.swe.store import RepoStore
+from coderl.swe.task import RepoTask
+from coderl.swe.task_set import build_task_set
 
 
 async def timed_grades(grader: RepoGrader, items: list[tuple[RepoTask, str, bool]], k: int,

@@ -1,4 +1,4 @@
-"""Reward benchmark: samples/s of `coderl.reward.code_reward.compute_score` through verl 0.9.1's
+"""Reward benchmark: samples/s of `coderl.verl.reward.compute_score` through verl 0.9.1's
 reward-loop `naive` manager (per-sample ``run_single`` calls gathered on one event loop, as a
 RewardLoopWorker runs them), against the service's own `/v1/judge` batch rate on the same
 submissions in the same run. The second is what a custom batching reward manager could reach at
@@ -17,7 +17,7 @@ import time
 import numpy as np
 import torch
 
-import coderl.reward.code_reward as code_reward
+import coderl.verl.reward as code_reward
 from coderl.client import SandboxClient
 from coderl.server.launch import running_service
 

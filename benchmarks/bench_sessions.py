@@ -22,11 +22,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from coderl.agent.grader import RepoGrader, test_command
-from coderl.agent.repo_store import RepoStore
-from coderl.agent.task_set import build_task_set
 from coderl.cache import default_cache_dir
 from coderl.sandbox.session import SessionHost, SessionLimits
+from coderl.swe.grader import RepoGrader, test_command
+from coderl.swe.store import RepoStore
+from coderl.swe.task_set import build_task_set
 
 LIMITS = SessionLimits(episode_s=600, exec_s=300, memory_mb=1024, max_processes=128, disk_mb=256)
 

@@ -69,7 +69,7 @@ check_sandbox() {
 }
 
 reward_file() {
-  "$PYTHON" -c "import coderl.reward.code_reward as m; print(m.__file__)"
+  "$PYTHON" -c "import coderl.verl.reward as m; print(m.__file__)"
 }
 
 # The GRPO run both RL scripts share: algorithm, data, model, actor, rollout and trainer keys, the

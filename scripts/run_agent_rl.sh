@@ -44,7 +44,7 @@ export MINI_SWE_AGENT_VENV="${MINI_SWE_AGENT_VENV:-/opt/mini-swe-agent}" CODERL_
 # the agent-loop YAML: options, command placeholders, harness install (errors stop here, warnings print)
 "$PYTHON" - "$AGENT_LOOPS" "${STRICT[@]}" <<'PY' || exit 1
 import sys
-from coderl.agent.loop import check_agent_loops
+from coderl.verl.agent_loop import check_agent_loops
 try:
     warnings = check_agent_loops(sys.argv[1])
 except Exception as exc:  # one line, never a traceback
@@ -57,7 +57,7 @@ print(f"agent loops: {sys.argv[1]} OK")
 PY
 
 if [ "$DRY_RUN" = 1 ]; then
-  exec "$PYTHON" "$CODERL_ROOT/scripts/verl_dryrun.py" rl "${STRICT[@]}" "${OVERRIDES[@]}"
+  exec "$PYTHON" -m coderl.verl.dryrun rl "${STRICT[@]}" "${OVERRIDES[@]}"
 fi
 mkdir -p "$OUTPUT_DIR"
 exec "$PYTHON" -m verl.trainer.main_ppo "${OVERRIDES[@]}"

@@ -50,7 +50,7 @@ grpo_overrides \
   "+reward.custom_reward_function.reward_kwargs.record_every=${RECORD_EVERY:-1}"
 
 if [ "$DRY_RUN" = 1 ]; then
-  exec "$PYTHON" "$CODERL_ROOT/scripts/verl_dryrun.py" rl "${STRICT[@]}" "${OVERRIDES[@]}"
+  exec "$PYTHON" -m coderl.verl.dryrun rl "${STRICT[@]}" "${OVERRIDES[@]}"
 fi
 check_sandbox "$SANDBOX_URL"
 mkdir -p "$OUTPUT_DIR"

@@ -44,7 +44,7 @@ OVERRIDES+=("${EXTRA_OVERRIDES[@]}")
 export VERL_FILE_LOGGER_PATH="$OUTPUT_DIR/metrics.jsonl"
 
 if [ "$DRY_RUN" = 1 ]; then
-  exec "$PYTHON" "$CODERL_ROOT/scripts/verl_dryrun.py" sft "${STRICT[@]}" "${OVERRIDES[@]}"
+  exec "$PYTHON" -m coderl.verl.dryrun sft "${STRICT[@]}" "${OVERRIDES[@]}"
 fi
 mkdir -p "$OUTPUT_DIR"
 exec "$PYTHON" -m torch.distributed.run --standalone --nnodes="${NNODES:-1}" --nproc_per_node="$N_GPUS" \

@@ -13,9 +13,9 @@ export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false WAND
 export DEVICE=cpu N_GPUS=1
 # verl's platform registry (verl/plugin/platform) has nvidia/npu/rocm only, and auto_set_device turns
 # trainer.device=cpu into cuda with any of them: our CPU platform, imported by `import verl` through
-# verl's external-module hook and selected by name (src/coderl/verl_cpu.py; it also gives verl a
+# verl's external-module hook and selected by name (src/coderl/verl/cpu_platform.py; it also gives verl a
 # gloo-only process group, where verl would ask torch for "cpu:gloo,cpu:gloo").
-export VERL_USE_EXTERNAL_MODULES=coderl.verl_cpu VERL_PLATFORM=cpu
+export VERL_USE_EXTERNAL_MODULES=coderl.verl.cpu_platform VERL_PLATFORM=cpu
 # verl's engine registry (verl/workers/engine/base.py) files the FSDP engine under cuda and npu only;
 # this picks the FSDP engine's entry, while tensors still go where the platform says (cpu).
 export VERL_ENGINE_DEVICE=cuda

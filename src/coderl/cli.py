@@ -23,7 +23,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "coderl.eval.cli",
     "coderl.plots.cli",
     "coderl.demo",
-    "coderl.agent.gateway_cli",
+    "coderl.gateway.cli",
     "coderl.view.cli",
 )
 

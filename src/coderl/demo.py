@@ -102,8 +102,8 @@ def _problem_sets(shared: Path | None, port: int) -> list[tuple[str, str, list[d
 def _repo_tasks() -> list[dict[str, Any]]:
     """coderl's own repository tasks as rows, their mirrors built under the cache, and the service
     (started after this) told where they are through ``CODERL_SWE_REPOS``."""
-    from coderl.agent.task_set import build_task_set
     from coderl.cache import default_cache_dir
+    from coderl.swe.task_set import build_task_set
 
     built = default_cache_dir() / "demo-swe"
     tasks = [t.to_row() for t in build_task_set(built)]

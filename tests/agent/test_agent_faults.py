@@ -84,7 +84,7 @@ def test_a_host_harness_that_floods_its_output_keeps_a_tail(tmp_path):
     script = f"""
 import asyncio, re
 from pathlib import Path
-from coderl.agent.harness import run_on_host
+from coderl.swe.harness import run_on_host
 flood = "head -c {256 << 20} /dev/zero | tr '\\\\0' x; echo; echo the-end"
 r = asyncio.run(run_on_host(flood, workdir=Path({str(tmp_path)!r}), task="t", gateway_url="http://127.0.0.1:9",
                             session_id="s", model="m", timeout_s=120))

@@ -69,7 +69,7 @@ def script(tokenizer, solution: str = SOLUTION) -> list[list[int]]:
 
 def config(tiny_model, tmp_path, placement: str, command: str, binds: list[str]):
     loops = tmp_path / "agent_loops.yaml"
-    loops.write_text(json.dumps([{"name": "coderl_gateway_agent", "_target_": "coderl.agent.loop.GatewayAgentLoop",
+    loops.write_text(json.dumps([{"name": "coderl_gateway_agent", "_target_": "coderl.verl.agent_loop.GatewayAgentLoop",
                                   "command": command, "placement": placement, "timeout_s": 120,
                                   "harness_binds": binds}]))
     return compose([f"actor_rollout_ref.model.path={tiny_model}", "actor_rollout_ref.rollout.name=vllm",
@@ -85,7 +85,7 @@ def run_sandboxed(tiny_model, tokenizer, tmp_path, server, command: str, samplin
     from verl.experimental.agent_loop.agent_loop import DictConfigWrap, ToolListWrap
     from verl.utils.dataset.rl_dataset import RLHFDataset
 
-    from coderl.agent.loop import GatewayAgentLoop
+    from coderl.verl.agent_loop import GatewayAgentLoop
 
     cfg = config(tiny_model, tmp_path, "sandbox", command, [str(HERE)])
 
@@ -178,7 +178,7 @@ def test_run_agent_rl_dry_run(tmp_path):
 
     root = HERE.parents[1]
     bad = tmp_path / "loops.yaml"
-    bad.write_text("- name: coderl_gateway_agent\n  _target_: coderl.agent.loop.GatewayAgentLoop\n"
+    bad.write_text("- name: coderl_gateway_agent\n  _target_: coderl.verl.agent_loop.GatewayAgentLoop\n"
                    "  command: mini {base_url}\n  timeout: 5\n")
     env = {**os.environ, "AGENT_LOOPS": str(bad)}
     done = subprocess.run(["bash", str(root / "scripts" / "run_agent_rl.sh"), "--dry-run"], capture_output=True,
@@ -196,8 +196,8 @@ def gold_fix_episode(tokenizer, tmp_path) -> tuple[dict, dict, ScriptedServer]:
     scripted model whose one tool call applies the task's gold patch, then says it is done."""
     import pandas as pd
 
-    from coderl.agent.repo_task import RepoTask
     from coderl.data.swe import build_swe
+    from coderl.swe.task import RepoTask
 
     build_swe("builtin", tmp_path / "swe", repos_dir=None, cache_dir=tmp_path / "cache")
     row = pd.read_parquet(tmp_path / "swe" / "train.parquet").iloc[0].to_dict()

@@ -42,7 +42,7 @@ def test_unmodified_mini_swe_agent_in_session_sandbox(tmp_path):
     from verl.experimental.agent_loop.agent_loop import DictConfigWrap, ToolListWrap
     from verl.utils.dataset.rl_dataset import RLHFDataset
 
-    from coderl.agent.loop import GatewayAgentLoop
+    from coderl.verl.agent_loop import GatewayAgentLoop
 
     tiny = build_tiny_model()
     tokenizer = AutoTokenizer.from_pretrained(tiny)

@@ -40,14 +40,14 @@ def tokenizer(model_dir):
 
 @pytest.fixture(scope="module")
 def fmt(tokenizer):
-    from coderl.agent.chat import ChatFormat
+    from coderl.gateway.chat import ChatFormat
 
     return ChatFormat(tokenizer)
 
 
 @pytest.fixture(scope="module")
 def model(model_dir, fmt):
-    from coderl.agent.backends import TransformersBackend
+    from coderl.gateway.backends import TransformersBackend
 
     return TransformersBackend(str(model_dir), fmt.stop_ids)
 
@@ -87,7 +87,7 @@ def tool_call_text(cmd: str, thought: str) -> str:
 
 
 def run(coro_fn: Callable, gateway: Any, *, admin: bool = False) -> Any:
-    from coderl.agent.gateway_http import serve
+    from coderl.gateway.server import serve
 
     async def main():
         served = await serve(gateway, ["127.0.0.1:0"], admin_addresses=("127.0.0.1:0",) if admin else ())
@@ -101,7 +101,7 @@ def run(coro_fn: Callable, gateway: Any, *, admin: bool = False) -> Any:
 
 
 def make_gateway(fmt, backend, **config):
-    from coderl.agent.gateway import Gateway, SessionConfig
+    from coderl.gateway.core import Gateway, SessionConfig
 
     return Gateway(fmt, backend, default=SessionConfig(**config), auto_open=True)
 
@@ -172,7 +172,7 @@ def test_random_model_three_turns_token_exact(fmt, model):
 def test_openai_tool_calls_streaming_three_turns(fmt, tokenizer, model):
     outputs = [char_ids(tokenizer, tool_call_text(f"ls dir{i}", f"step {i}")) for i in range(3)]
     outputs.append(char_ids(tokenizer, "All done."))
-    from coderl.agent.backends import ReplayBackend
+    from coderl.gateway.backends import ReplayBackend
 
     backend = Recording(ReplayBackend(outputs, tokenizer, fmt.stop_ids, scorer=model))
     gateway = make_gateway(fmt, backend, max_context=4096)
@@ -215,7 +215,7 @@ def test_openai_tool_calls_streaming_three_turns(fmt, tokenizer, model):
 def test_anthropic_tool_use_three_turns(fmt, tokenizer, model, stream):
     outputs = [char_ids(tokenizer, tool_call_text(f"cat f{i}", f"think {i}")) for i in range(3)]
     outputs.append(char_ids(tokenizer, "Finished."))
-    from coderl.agent.backends import ReplayBackend
+    from coderl.gateway.backends import ReplayBackend
 
     backend = Recording(ReplayBackend(outputs, tokenizer, fmt.stop_ids, scorer=model))
     gateway = make_gateway(fmt, backend, max_context=4096)
@@ -269,7 +269,7 @@ def test_retokenizing_client_forks_and_demotes(fmt, tokenizer, model):
     """A client that rewrites its history (here: re-encodes the model's text with its own
     normalisation, as a re-tokenizing client would) is detected; the record forks, the turn the
     fork cuts is demoted to mask 0, the earlier branch is kept whole."""
-    from coderl.agent.backends import ReplayBackend
+    from coderl.gateway.backends import ReplayBackend
 
     head = tokenizer.encode("First answer,", add_special_tokens=False)
     outputs = [head + char_ids(tokenizer, "  with  double  spaces."), char_ids(tokenizer, "Second."),
@@ -325,7 +325,7 @@ def test_max_new_tokens_clamped_to_remaining_context(fmt, tokenizer, model):
 
 
 def test_concurrent_calls_of_one_session_are_serialised(fmt, tokenizer):
-    from coderl.agent.backends import Generation
+    from coderl.gateway.backends import Generation
 
     class Slow:
         def __init__(self):
@@ -357,7 +357,7 @@ def test_concurrent_calls_of_one_session_are_serialised(fmt, tokenizer):
 
 
 def test_session_timeout_aborts_cleanly(fmt, tokenizer):
-    from coderl.agent.gateway import Gateway
+    from coderl.gateway.core import Gateway
 
     class Hang:
         async def generate(self, prompt_ids, max_tokens, sampling, request_id):
@@ -404,7 +404,7 @@ def test_bad_requests_get_one_line_errors(fmt, model):
 
 
 def test_unix_socket_listener(fmt, model, tmp_path):
-    from coderl.agent.gateway_http import serve
+    from coderl.gateway.server import serve
 
     gateway = make_gateway(fmt, model, max_context=4096)
     path = tmp_path / "gw.sock"

@@ -25,12 +25,12 @@ from pathlib import Path
 
 import pytest
 
-from coderl.agent.grader import RepoGrader
-from coderl.agent.grading_run import INSIDE_DIR
-from coderl.agent.repo_store import RepoStore, git
-from coderl.agent.repo_task import EnvSpec, RepoTask
 from coderl.cache import default_cache_dir
 from coderl.sandbox.session import SessionHost
+from coderl.swe.grader import RepoGrader
+from coderl.swe.grading_run import INSIDE_DIR
+from coderl.swe.store import RepoStore, git
+from coderl.swe.task import EnvSpec, RepoTask
 
 ENV = EnvSpec(requirements=("pytest",))  # the builtin tasks' environment: built once, shared
 DATE = {"GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z"}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from coderl.agent.patch import MalformedDiff, split_diff, without_files
+from coderl.swe.patch import MalformedDiff, split_diff, without_files
 
 SRC = "diff --git a/src/m.py b/src/m.py\n--- a/src/m.py\n+++ b/src/m.py\n@@ -1 +1 @@\n-a\n+b\n"
 TEST = "diff --git a/tests/t.py b/tests/t.py\n--- a/tests/t.py\n+++ b/tests/t.py\n@@ -1 +1 @@\n-x\n+y\n"

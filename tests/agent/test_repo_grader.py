@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from coderl.agent.grader import RepoGrader
-from coderl.agent.repo_env import build_env
-from coderl.agent.repo_store import RepoStore
-from coderl.agent.repo_task import EnvSpec
-from coderl.agent.task_set import build_task_set
 from coderl.cache import default_cache_dir
 from coderl.sandbox.session import SessionHost
+from coderl.swe.environment import build_env
+from coderl.swe.grader import RepoGrader
+from coderl.swe.store import RepoStore
+from coderl.swe.task import EnvSpec
+from coderl.swe.task_set import build_task_set
 
 
 @pytest.fixture(scope="module")
@@ -116,8 +116,8 @@ def test_apply_failures_are_the_agents_and_infrastructure_failures_are_not(task_
 
 
 def test_grade_episode_from_a_data_swe_row(task_set):
-    from coderl.agent.grader import grade_episode
     from coderl.data.swe import swe_row
+    from coderl.swe.grader import grade_episode
 
     root, tasks = task_set
     t = tasks["lru"]

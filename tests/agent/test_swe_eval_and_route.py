@@ -15,9 +15,9 @@ import pytest
 from tests.helpers.poll import wait_for
 from tests.helpers.service import running_service
 
-from coderl.agent.task_set import build_task_set
 from coderl.client import SandboxClient
 from coderl.errors import BadRequest
+from coderl.swe.task_set import build_task_set
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""coderl.agent.backends on its own: each backend's ids, logprobs and length stop, and the errors a
+"""coderl.gateway.backends on its own: each backend's ids, logprobs and length stop, and the errors a
 generation server's failures become. The vLLM / SGLang servers are stood in for by a real HTTP
 server on 127.0.0.1 answering in their wire formats; verl's server manager by an object with its
 ``generate`` signature (verl's interface, not ours); the Transformers backend runs the tiny offline
@@ -14,8 +14,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from coderl.agent.backends import OpenAICompatBackend, ReplayBackend, TransformersBackend, VerlBackend
 from coderl.errors import BadRequest, ServiceUnavailable
+from coderl.gateway.backends import OpenAICompatBackend, ReplayBackend, TransformersBackend, VerlBackend
 
 STOP = 99
 

@@ -1,4 +1,4 @@
-"""coderl.agent.chat on its own: incoming messages into the canonical form, the comparison that
+"""coderl.gateway.chat on its own: incoming messages into the canonical form, the comparison that
 decides whether a harness changed its history, and parsing sampled tokens with the real Qwen
 tokenizer and chat template (built offline by coderl.data.qwen_tokenizer, tests/agent/conftest.py)."""
 
@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from coderl.agent.chat import ChatFormat, canonical, new_call_id, same_message, text_of
+from coderl.gateway.chat import ChatFormat, canonical, new_call_id, same_message, text_of
 
 
 @pytest.fixture(scope="module")

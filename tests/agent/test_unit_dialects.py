@@ -1,4 +1,4 @@
-"""coderl.agent.dialects on its own: OpenAI Chat Completions and Anthropic Messages requests into the
+"""coderl.gateway.dialects on its own: OpenAI Chat Completions and Anthropic Messages requests into the
 canonical messages, turns out as whole responses and as event streams that a client reassembles to
 the same answer."""
 
@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from coderl.agent.chat import AssistantTurn
-from coderl.agent.dialects import (
+from coderl.gateway.chat import AssistantTurn
+from coderl.gateway.dialects import (
     anthropic_error,
     anthropic_messages,
     anthropic_response,

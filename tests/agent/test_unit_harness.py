@@ -1,4 +1,4 @@
-"""coderl.agent.harness on its own: the command template, a harness on the host (its environment, its
+"""coderl.swe.harness on its own: the command template, a harness on the host (its environment, its
 exit code, its process group killed at the time-out) and in a real session sandbox (the task file,
 the relayed gateway URL, the diff it leaves)."""
 
@@ -15,8 +15,8 @@ import pytest
 from tests.helpers.poll import wait_for
 from tests.helpers.service import exited
 
-from coderl.agent.harness import SANDBOX_PORT, TASK_FILE, render_command, run_in_sandbox, run_on_host
 from coderl.errors import BadRequest
+from coderl.swe.harness import SANDBOX_PORT, TASK_FILE, render_command, run_in_sandbox, run_on_host
 
 VALUES = {"base_url": "http://127.0.0.1:9/v1", "api_key": "sess 1", "model": "m", "task_file": "/t/task.md"}
 

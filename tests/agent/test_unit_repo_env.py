@@ -1,4 +1,4 @@
-"""coderl.agent.repo_env on its own: environments keyed by what makes them, built once from the
+"""coderl.swe.environment on its own: environments keyed by what makes them, built once from the
 sandbox's interpreter with the repository's paths importable, packages installed from a local
 wheel directory with no index, and a failed build that leaves nothing behind. Also the cache
 directory they live in (coderl.cache)."""
@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from coderl.agent.repo_env import EnvBuildError, build_env, env_key
-from coderl.agent.repo_task import EnvSpec
 from coderl.cache import default_cache_dir
 from coderl.sandbox.pythonenv import sandbox_python
+from coderl.swe.environment import EnvBuildError, build_env, env_key
+from coderl.swe.task import EnvSpec
 
 
 def make_wheel(folder: Path, name: str = "coderl_unit_tiny", version: str = "1.0") -> Path:

@@ -1,4 +1,4 @@
-"""coderl.agent.repo_store on its own, with real git: where a mirror is found, tarballs unpacked
+"""coderl.swe.store on its own, with real git: where a mirror is found, tarballs unpacked
 safely, snapshots that hold the base commit and its history only, built once, and what is refused."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from coderl.agent.repo_store import RepoStore, RepoUnavailable, build_once
+from coderl.swe.store import RepoStore, RepoUnavailable, build_once
 
 GIT_ENV = {**os.environ, "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}

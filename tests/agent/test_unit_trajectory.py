@@ -1,4 +1,4 @@
-"""coderl.agent.trajectory on its own: a branch's ids, loss mask and logprobs as turns append to it,
+"""coderl.gateway.trajectory on its own: a branch's ids, loss mask and logprobs as turns append to it,
 and forks when a request no longer extends the branch (kept turns, a turn the fork cuts through,
 what the final branch drops)."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from coderl.agent.trajectory import Branch, Trajectory, common_prefix
+from coderl.gateway.trajectory import Branch, Trajectory, common_prefix
 
 PROMPT, FIRST, TOOL, SECOND = [1, 2, 3], [10, 11, 12], [4], [20, 21]
 

@@ -1,4 +1,4 @@
-"""``coderl.agent.verdicts`` on record streams written by the launcher's own sender (HMAC, sequence),
+"""``coderl.swe.verdicts`` on record streams written by the launcher's own sender (HMAC, sequence),
 for the cross-checks no red-team patch reaches on its own: exit statuses against the failures, a
 missing record, the launcher's own exits before and after the run starts."""
 
@@ -9,9 +9,9 @@ import os
 
 import pytest
 
-from coderl.agent.pytest_inside.launcher import EXIT_NO_RUNNER, _sender
-from coderl.agent.verdicts import decide
 from coderl.sandbox.session import ExecResult
+from coderl.swe.pytest_inside.launcher import EXIT_NO_RUNNER, _sender
+from coderl.swe.verdicts import decide
 
 NONCE = "n" * 64
 T = "tests/test_x.py::test_a"

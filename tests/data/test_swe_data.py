@@ -11,7 +11,7 @@ import tarfile
 
 import pyarrow.parquet as pq
 
-from coderl.agent.task_set import build_task_set
+from coderl.swe.task_set import build_task_set
 
 
 def test_swe_rows_to_parquet_with_tarball_repos(tmp_path):

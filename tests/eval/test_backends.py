@@ -216,6 +216,6 @@ def test_tool_mode_stops_at_the_turn_limit():
 
 def test_tool_mode_limits_are_trainings():
     config = yaml.safe_load((ROOT / "tool_config" / "code_interpreter.yaml").read_text())["tools"][0]["config"]
-    from coderl.tools.schema import InterpreterSettings
+    from coderl.interpreter import InterpreterSettings
 
     assert agent.ToolAgent(None, None, 1).settings == InterpreterSettings.from_config(config) == InterpreterSettings()

@@ -65,8 +65,8 @@ def write_example_logs(directory: Path) -> None:
 
 def _reward_row(prompt: str, step: int, verdict: str, tool_calls: int) -> dict:
     """One line of verl's rollout dump: input, output, gts, score, step, then every reward extra
-    coderl.reward.code_reward returns."""
-    from coderl.reward.code_reward import VERDICT_KEYS
+    coderl.verl.reward returns."""
+    from coderl.verl.reward import VERDICT_KEYS
 
     ok = verdict == "accepted"
     return {"input": prompt, "output": "...", "gts": "{}", "score": float(ok), "step": step, "acc": float(ok),

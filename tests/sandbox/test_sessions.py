@@ -222,7 +222,7 @@ def test_git_history_stops_at_the_snapshot(tmp_path):
     branch, on a second branch and under a tag. In an episode over the snapshot RepoStore makes, no
     git command finds the fix: not the history of every ref, not the refs, not the object store
     (unreachable objects included), not asking for its commit or its blob by sha."""
-    from coderl.agent.repo_store import RepoStore
+    from coderl.swe.store import RepoStore
 
     mirror = tmp_path / "repos" / "acme__calc"
     mirror.mkdir(parents=True)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-import coderl.reward.code_reward as code_reward
+import coderl.verl.reward as code_reward
 from tests.helpers.service import refused_url
 from tests.verl.conftest import compose
 

@@ -23,7 +23,7 @@ def test_rl_dry_run_passes_with_warnings_for_missing_files():
     assert done.returncode == 0, done.stderr[-2000:]
     assert "dry-run: OK (rl)" in done.stdout
     assert "model not found" in done.stderr and "train data not found" in done.stderr
-    for key in ("grpo", "low_var_kl", "tool_agent", "hermes", "NaiveRewardManager", "code_reward.py:compute_score",
+    for key in ("grpo", "low_var_kl", "tool_agent", "hermes", "NaiveRewardManager", "verl/reward.py:compute_score",
                 "code_interpreter", "128 prompts x n=8"):
         assert key in done.stdout
     model = next(line for line in done.stdout.splitlines() if line.strip().startswith("model "))
@@ -68,7 +68,7 @@ def test_tool_output_budget_fits_verls_tool_response_limit():
 
     import yaml
 
-    from coderl.tools.schema import render
+    from coderl.interpreter import render
 
     config = yaml.safe_load((ROOT / "tool_config" / "code_interpreter.yaml").read_text())["tools"][0]["config"]
     limit = int(re.search(r"max_tool_response_length=(\d+)", (ROOT / "scripts" / "run_code_rl_demo.sh").read_text())[1])

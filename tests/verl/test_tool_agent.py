@@ -76,8 +76,8 @@ def test_tool_call_runs_in_sandbox_and_is_masked(tokenizer, tiny_model, sandbox_
 def test_tool_reports_limits_and_errors(tokenizer, tiny_model, sandbox_url, monkeypatch):
     from verl.tools.schemas import OpenAIFunctionToolSchema
 
-    from coderl.tools.code_interpreter import CodeInterpreterTool
-    from coderl.tools.schema import CODE_INTERPRETER_SCHEMA
+    from coderl.interpreter import CODE_INTERPRETER_SCHEMA
+    from coderl.verl.tool import CodeInterpreterTool
 
     monkeypatch.setenv("CODERL_SANDBOX_URL", sandbox_url)
     tool = CodeInterpreterTool({"type": "native", "max_timeout": 1, "max_output_chars": 100, "memory_mb": 64},

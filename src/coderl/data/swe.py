@@ -13,11 +13,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from coderl.agent.repo_env import EnvBuildError, build_env
-from coderl.agent.repo_store import RepoStore, RepoUnavailable
-from coderl.agent.repo_task import InvalidTask, RepoTask
 from coderl.data.common import BuildReport, Drop, convert, read_rows, seeded_split, write_jsonl, write_parquet
 from coderl.errors import BadRequest
+from coderl.swe.environment import EnvBuildError, build_env
+from coderl.swe.store import RepoStore, RepoUnavailable
+from coderl.swe.task import InvalidTask, RepoTask
 
 AGENT_NAME = "coderl_gateway_agent"
 DATA_SOURCE = "coderl/swe"
@@ -52,7 +52,7 @@ def build_swe(source: str, out: str | Path, *, repos_dir: str | Path | None, cac
     rows as read, for `coderl eval swe`) and report.json under ``out``."""
     out, cache = Path(out), Path(cache_dir).resolve()
     if source == "builtin":
-        from coderl.agent.task_set import build_task_set
+        from coderl.swe.task_set import build_task_set
 
         built = out / "builtin"
         build_task_set(built)

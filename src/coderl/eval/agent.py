@@ -1,5 +1,5 @@
 """Multi-turn evaluation with the `code_interpreter` tool, as in training: the model may run code in
-the sandbox between turns (the verl tool's own call, `coderl.tools.schema.call_interpreter`, with
+the sandbox between turns (the verl tool's own call, `coderl.interpreter.call_interpreter`, with
 its defaults, which tool_config/code_interpreter.yaml repeats); the transcript keeps training's shape (tool calls and tool
 responses in tags), so the final answer is found the way the reward finds it."""
 
@@ -13,7 +13,7 @@ from typing import Any
 
 from coderl.data.prompts import TOOL_SYSTEM_PROMPT
 from coderl.eval.backends import ChatBackend, Generation, Item
-from coderl.tools.schema import CODE_INTERPRETER_SCHEMA, InterpreterSettings, Runner, call_interpreter
+from coderl.interpreter import CODE_INTERPRETER_SCHEMA, InterpreterSettings, Runner, call_interpreter
 
 _TEXT_CALL = re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.S)
 

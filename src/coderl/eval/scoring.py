@@ -20,7 +20,7 @@ from typing import Any
 from coderl.errors import BadRequest, CoderlError, NoCodeFound, from_wire, to_wire
 from coderl.eval.backends import Generation, Item
 from coderl.judge.extract import extract_lcb
-from coderl.reward.answer import final_answer
+from coderl.judge.final_answer import final_answer
 
 RETRIES = 2
 

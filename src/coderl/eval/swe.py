@@ -4,7 +4,7 @@ Patches: a JSONL of SWE-bench predictions (``instance_id`` with ``model_patch`` 
 ``--gold`` (each task's own fix: the grader's self-test, which must come out 100%). A task
 without a prediction is ``no_patch`` (unresolved, as SWE-bench counts it).
 
-A served model: ``--harness`` is an agent command (`coderl.agent.harness` placeholders) run in a
+A served model: ``--harness`` is an agent command (`coderl.swe.harness` placeholders) run in a
 session sandbox over the task's snapshot, whose one way out is the gateway's unix socket
 (``--gateway-socket``, a `coderl gateway --auto-session` listener); its diff is then graded.
 
@@ -26,12 +26,12 @@ from typing import Any
 
 from tqdm import tqdm
 
-from coderl.agent.grader import RepoGrader
-from coderl.agent.repo_store import RepoStore
-from coderl.agent.repo_task import RepoTask
 from coderl.data.common import read_rows
 from coderl.errors import BadRequest
 from coderl.sandbox.session import SessionHost
+from coderl.swe.grader import RepoGrader
+from coderl.swe.store import RepoStore
+from coderl.swe.task import RepoTask
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ def load_tasks(cfg: SweEvalConfig) -> tuple[list[RepoTask], Path]:
     """The tasks and the repositories directory (``builtin``: coderl's own set, built under --out)."""
     source, repos = cfg.tasks, cfg.repos
     if source == "builtin":
-        from coderl.agent.task_set import build_task_set
+        from coderl.swe.task_set import build_task_set
 
         built = Path(cfg.out_dir) / "builtin"
         build_task_set(built)
@@ -148,8 +148,8 @@ async def evaluate_swe(cfg: SweEvalConfig) -> dict[str, Any]:
 async def _run_agent(cfg: SweEvalConfig, grader: RepoGrader, task: RepoTask) -> tuple[str | None, dict[str, Any]]:
     """The harness on the task in a session sandbox; its diff (None when its files make none: graded
     ``no_patch``, with the reason as ``agent_message``)."""
-    from coderl.agent.harness import run_in_sandbox
     from coderl.data.swe import prompt_of
+    from coderl.swe.harness import run_in_sandbox
 
     snapshot, env = await grader.prepare(task)
     assert cfg.harness is not None and cfg.gateway_socket is not None

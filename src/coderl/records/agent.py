@@ -1,4 +1,4 @@
-"""The record of one agent RL episode, from what `coderl.agent.loop.GatewayAgentLoop` holds once
+"""The record of one agent RL episode, from what `coderl.verl.agent_loop.GatewayAgentLoop` holds once
 the episode is scored: the gateway session (its final branch's messages and token record), the
 harness's result (exit, output tail, diff) and the score (judge verdict or grader result + log).
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 import numbers
 from typing import Any
 
-from coderl.agent.trajectory import common_prefix
+from coderl.gateway.trajectory import common_prefix
 from coderl.records.code import messages
 from coderl.records.writer import RecordSettings, group_key, record_safely
 

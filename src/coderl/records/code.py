@@ -6,7 +6,7 @@ merged: ``raw_prompt`` (the prompt's messages, added by verl's AgentLoopWorker; 
 transfer-queue worker, main_ppo's default, does not add it: the viewer then takes the prompt from
 verl's ``rollout_data_dir`` dump, matched by ``response_sha1``, the response text's hash) and
 ``extras["coderl_tool_runs"]`` (each sandbox call's request and result, put there by our
-`coderl.tools.code_interpreter` tool through the trajectory's ``agent_data``). The judge's reply
+`coderl.verl.tool` tool through the trajectory's ``agent_data``). The judge's reply
 holds the per-test verdicts. No extra pass over the model or the sandbox is made for a record.
 """
 

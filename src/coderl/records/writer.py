@@ -2,7 +2,7 @@
 
 Layout: ``<record_dir>/<step>.jsonl`` for training samples, ``<record_dir>/<split>/<step>.jsonl``
 for other splits, ``nostep.jsonl`` where the trainer's step is unknown (the layout of the reward's
-``reward_samples``, `coderl.reward.samples_log`, whose one-write ``O_APPEND`` line writer this
+``reward_samples``, `coderl.records.samples_log`, whose one-write ``O_APPEND`` line writer this
 uses: the reward workers, the tool's agent-loop workers and the agent loop are separate processes
 sharing the files). One JSON line per sample, written once the sample is scored, so nothing waits
 on it but that one ``write``.
@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from coderl.reward.samples_log import append_line, step_file
+from coderl.records.samples_log import append_line, step_file
 
 CUT_MARK = "... [{n} characters cut] ..."
 

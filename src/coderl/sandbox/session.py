@@ -22,7 +22,7 @@ cleared environment), plus:
   overlay (``overlay.EpisodeLayer``), writable, its size capped at ``disk_mb``; ``/tmp`` and
   ``/dev/shm`` private tmpfs. Episodes share the pristine tree read-only and nothing else, so one
   cannot see another's files.
-- ``env_dir`` (a prepared virtualenv, ``coderl.agent.repo_env``) and ``ro_binds`` (e.g. a harness's
+- ``env_dir`` (a prepared virtualenv, ``coderl.swe.environment``) and ``ro_binds`` (e.g. a harness's
   own install) read-only at their host paths; ``env_dir/bin`` leads PATH.
 - no network but the namespace's own loopback. ``gateway_socket``: one host unix socket bound in
   at ``GATEWAY_SOCKET`` and, with ``gateway_port``, relayed from ``127.0.0.1:gateway_port`` inside

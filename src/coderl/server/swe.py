@@ -1,6 +1,6 @@
 """`POST /v1/swe/grade`: the repository grader as a batchable route.
 
-A batch of (task row, diff) pairs, each graded in a fresh session sandbox (`coderl.agent.grader`);
+A batch of (task row, diff) pairs, each graded in a fresh session sandbox (`coderl.swe.grader`);
 one result per item, in order, with per-test verdicts. A row the grader cannot read is that item's
 error (``{"error": ...}``), not the batch's. The repositories come from the directory the service
 was started with (``CODERL_SWE_REPOS``: mirrors or tarballs; requests never name host paths),
@@ -18,13 +18,13 @@ from typing import Any
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from coderl.agent.grader import RepoGrader
-from coderl.agent.repo_store import RepoStore
-from coderl.agent.repo_task import InvalidTask, RepoTask
 from coderl.cache import default_cache_dir
 from coderl.errors import BadRequest
 from coderl.sandbox.session import SessionHost
 from coderl.server.service import cancel_on_disconnect, service_of
+from coderl.swe.grader import RepoGrader
+from coderl.swe.store import RepoStore
+from coderl.swe.task import InvalidTask, RepoTask
 
 router = APIRouter()
 _lock = asyncio.Lock()

@@ -17,9 +17,9 @@ the outcome the reward scores; its retained prefix keeps its masks (a turn cut b
 demoted to 0). What that drops (earlier branches' turns past their fork) is counted in
 ``extra_fields["dropped_sampled_tokens"]`` with ``num_branches`` and ``drifts``.
 
-Scoring (``score`` option): ``code`` - the code reward (`coderl.reward.code_reward`) of the
+Scoring (``score`` option): ``code`` - the code reward (`coderl.verl.reward`) of the
 harness's answer: ``solution.py`` in its work dir if it wrote one, else its last assistant message;
-``repo`` - part 2's repository grader (`coderl.agent.grader.grade_episode`) on the episode's diff,
+``repo`` - part 2's repository grader (`coderl.swe.grader.grade_episode`) on the episode's diff,
 in a fresh sandbox (rows from ``coderl data swe``: ``extra_info`` names the snapshot and env);
 ``none`` - leave the reward to verl's reward loop. A failure of OUR side (the sandbox did not
 start, the gateway or backend failed, the grader's sandbox did) masks the whole response (nothing
@@ -45,13 +45,13 @@ from typing import Any
 
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput, register
 
-from coderl.agent.backends import VerlBackend
-from coderl.agent.chat import ChatFormat
-from coderl.agent.gateway import Gateway, SessionConfig
-from coderl.agent.gateway_http import Served, serve
-from coderl.agent.harness import HarnessResult, run_in_sandbox, run_on_host
 from coderl.errors import CoderlError
+from coderl.gateway.backends import VerlBackend
+from coderl.gateway.chat import ChatFormat
+from coderl.gateway.core import Gateway, SessionConfig
+from coderl.gateway.server import Served, serve
 from coderl.records.agent import record_episode
+from coderl.swe.harness import HarnessResult, run_in_sandbox, run_on_host
 
 logger = logging.getLogger(__name__)
 
@@ -179,14 +179,14 @@ class GatewayAgentLoop(AgentLoopBase):
                      kwargs: dict[str, Any]) -> tuple[float, dict[str, Any]]:
         extra_info = dict(kwargs.get("extra_info") or {})
         if self.score == "repo":
-            from coderl.agent.grader import grade_episode
+            from coderl.swe.grader import grade_episode
 
             if result is not None and result.diff_error is not None:  # the agent's files made no diff
                 return 0.0, {"verdict": "no_patch", "acc": 0.0, "sandbox_error": 0}
             graded = self._grade = await grade_episode(_session_host(), extra_info, result.diff if result else None)
             return float(graded.reward or 0.0), {"verdict": graded.status, "acc": float(graded.resolved),
                                                  "sandbox_error": int(graded.status == "sandbox_error")}
-        from coderl.reward.code_reward import compute_score
+        from coderl.verl.reward import compute_score
 
         answer = _answer(session, workdir, result)
         ground_truth = (kwargs.get("reward_model") or {}).get("ground_truth")
@@ -255,7 +255,7 @@ def check_agent_loops(path: str) -> list[str]:
 
     from omegaconf import OmegaConf
 
-    from coderl.agent.harness import render_command
+    from coderl.swe.harness import render_command
 
     entries = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
     if not isinstance(entries, list):

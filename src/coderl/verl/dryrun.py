@@ -16,7 +16,7 @@ in where verl must read a model, and the report says so next to the configured p
 with --strict. The stand-in (and the Qwen tokenizer it uses) is built once into the cache dir,
 ``$CODERL_CACHE`` or ``~/.cache/coderl`` (`coderl.cache.default_cache_dir`).
 
-    python scripts/verl_dryrun.py {rl,sft} [--strict] [hydra overrides...]
+    python -m coderl.verl.dryrun {rl,sft} [--strict] [hydra overrides...]
 """
 
 from __future__ import annotations
@@ -294,7 +294,7 @@ def check_reward_kwargs(reward_fn: Any, reward_kwargs: Any) -> None:
 
 
 def _is_coderl_reward(cfg: Any) -> bool:
-    import coderl.reward.code_reward as code_reward
+    import coderl.verl.reward as code_reward
 
     path = cfg.reward.custom_reward_function.path
     return bool(path) and Path(path).resolve() == Path(code_reward.__file__).resolve()
@@ -304,7 +304,7 @@ def check_tests(path: str, data_source_key: str) -> None:
     """The first row's ground truth must be tests the judge can read (else every sample is flagged)."""
     from coderl.errors import BadRequest
     from coderl.judge import to_spec
-    from coderl.reward.code_reward import tests_of
+    from coderl.verl.reward import tests_of
 
     reward_model = first_row(path, "reward_model")
     if reward_model is None:

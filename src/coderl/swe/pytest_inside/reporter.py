@@ -3,7 +3,7 @@
 Loaded by ``launcher.py`` from its read-only path (never by name from ``sys.path``) and handed to
 ``pytest.main(plugins=[...])``, so it is registered before any conftest or test module is imported.
 It writes records through the ``send`` the launcher gives it (an HMAC-keyed line on a pipe to the
-supervisor); the host (``coderl.agent.verdicts``) reads them and cross-checks them. What it records:
+supervisor); the host (``coderl.swe.verdicts``) reads them and cross-checks them. What it records:
 
 - ``item``: each wanted test (FAIL_TO_PASS / PASS_TO_PASS) collected, whether it carried an
   ``xfail`` marker at collection (from the test file, which is the base commit's), and the file

@@ -1,4 +1,4 @@
-"""What the grader runs in its sandbox: the launcher (``coderl/agent/pytest_inside``) and its spec,
+"""What the grader runs in its sandbox: the launcher (``coderl/swe/pytest_inside``) and its spec,
 made on the host from the task, its environment and the pristine snapshot, before the agent's
 diff is anywhere.
 
@@ -26,12 +26,12 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-from coderl.agent.repo_env import EnvBuildError, site_packages
-from coderl.agent.repo_store import git
-from coderl.agent.repo_task import InvalidTask, RepoTask
 from coderl.sandbox.session import REPO
+from coderl.swe.environment import EnvBuildError, site_packages
+from coderl.swe.store import git
+from coderl.swe.task import InvalidTask, RepoTask
 
-INSIDE_DIR = Path(str(resources.files("coderl.agent") / "pytest_inside"))
+INSIDE_DIR = Path(str(resources.files("coderl.swe") / "pytest_inside"))
 LAUNCHER = INSIDE_DIR / "launcher.py"
 _RUNNERS = (("python", "-m", "pytest"), ("python3", "-m", "pytest"), ("pytest",), ("py.test",))
 _LOCATE_TIMEOUT_S = 120

@@ -11,7 +11,7 @@ Steps (as the SWE-bench harness, on our sandbox instead of Docker):
 3. a fresh session (nothing of the agent's episode is in it), the rest of the diff applied with
    ``git apply`` (``patch -p1`` as the fallback, as SWE-bench has it), the dropped files and the
    pinned configuration file checked out from the base commit, then the task's test patch;
-4. our launcher runs pytest (``coderl/agent/pytest_inside``: configuration pinned, clean
+4. our launcher runs pytest (``coderl/swe/pytest_inside``: configuration pinned, clean
    ``sys.path`` and environment, start-up hooks off, a supervisor outside the test process), and
    the verdicts come from our reporter plugin's records (``verdicts.decide``), never from the log,
    which stays in the result for people. Reward 1 only when every FAIL_TO_PASS and PASS_TO_PASS
@@ -36,15 +36,15 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from coderl.agent.grading_run import INSIDE_DIR, base_tree, launch, locate_config, test_files
-from coderl.agent.patch import MalformedDiff, without_files
-from coderl.agent.repo_env import EnvBuildError, build_env
-from coderl.agent.repo_store import RepoStore, RepoUnavailable
-from coderl.agent.repo_task import InvalidTask, RepoTask
-from coderl.agent.verdicts import decide
 from coderl.cache import default_cache_dir
 from coderl.errors import SandboxError
 from coderl.sandbox.session import Session, SessionHost, SessionLimits
+from coderl.swe.environment import EnvBuildError, build_env
+from coderl.swe.grading_run import INSIDE_DIR, base_tree, launch, locate_config, test_files
+from coderl.swe.patch import MalformedDiff, without_files
+from coderl.swe.store import RepoStore, RepoUnavailable
+from coderl.swe.task import InvalidTask, RepoTask
+from coderl.swe.verdicts import decide
 
 GRADE_STATUSES = ("resolved", "unresolved", "tampered", "apply_failed", "sandbox_error")
 # 16 MiB per stream: the reporter's records take about 1 KiB per FAIL_TO_PASS / PASS_TO_PASS test,

@@ -1,4 +1,4 @@
-"""coderl's own repository tasks (``coderl/agent/tasks/<name>/``), built into git mirrors.
+"""coderl's own repository tasks (``coderl/swe/tasks/<name>/``), built into git mirrors.
 
 Each task directory holds ``repo/`` (the buggy tree, tests included), ``fix/`` (the files the
 fix replaces) and ``task.json`` (problem statement, FAIL_TO_PASS, PASS_TO_PASS, test files,
@@ -15,14 +15,14 @@ import shutil
 from importlib import resources
 from pathlib import Path
 
-from coderl.agent.repo_store import build_once, git
-from coderl.agent.repo_task import RepoTask
+from coderl.swe.store import build_once, git
+from coderl.swe.task import RepoTask
 
 _DATE = {"GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z"}
 
 
 def task_dirs() -> list[Path]:
-    root = Path(str(resources.files("coderl.agent") / "tasks"))
+    root = Path(str(resources.files("coderl.swe") / "tasks"))
     return sorted(p for p in root.iterdir() if (p / "task.json").is_file())
 
 

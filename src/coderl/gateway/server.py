@@ -29,9 +29,9 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 
-from coderl.agent import dialects
-from coderl.agent.gateway import Gateway, SessionConfig
 from coderl.errors import BadRequest, CoderlError, GatewaySessionError
+from coderl.gateway import dialects
+from coderl.gateway.core import Gateway, SessionConfig
 
 SESSION_HEADER = "x-coderl-session"
 

@@ -1,7 +1,7 @@
 """The grading run's launcher: pytest with its configuration pinned, watched by a supervisor that the
 code under test cannot write into (stdlib only until pytest is imported from the environment).
 
-Run as ``<env>/bin/python -I -S launcher.py`` with a JSON spec on stdin (``coderl.agent.grading_run``):
+Run as ``<env>/bin/python -I -S launcher.py`` with a JSON spec on stdin (``coderl.swe.grading_run``):
 ``-I`` ignores every ``PYTHON*`` variable and keeps the script's and the current directory off
 ``sys.path``; ``-S`` skips ``site``, so no ``sitecustomize`` / ``usercustomize`` is looked up and no
 ``.pth`` but the environment's own is read (we add the environment's site-packages ourselves).

@@ -2,7 +2,7 @@
 
 Use it from verl 0.9.1 (no patch) with::
 
-    reward.custom_reward_function.path=<site-packages>/coderl/reward/code_reward.py
+    reward.custom_reward_function.path=<site-packages>/coderl/verl/reward.py
     reward.custom_reward_function.name=compute_score
     +reward.custom_reward_function.reward_kwargs.sandbox_url=http://127.0.0.1:8080
 
@@ -16,7 +16,7 @@ sample gets ``sandbox_error=1`` and ``sandbox_error_score`` (default 0.0; exclud
 through the flag). Every path returns the same keys, numbers and strings only.
 
 With ``log_dir`` (or ``CODERL_REWARD_LOG_DIR``) every sample's record is also appended to a
-per-step JSONL file (see `coderl.reward.samples_log`): verl 0.9.1 keeps no per-step reward extras.
+per-step JSONL file (see `coderl.records.samples_log`): verl 0.9.1 keeps no per-step reward extras.
 With ``record_dir`` (or ``CODERL_RECORD_DIR``; ``""`` turns it off) the sample's whole record
 (prompt, turns, tool runs, answer, per-test verdicts: `coderl.records`) goes to
 ``<record_dir>/<step>.jsonl`` for ``coderl view``; ``record_every`` keeps every k-th group only.
@@ -36,8 +36,10 @@ from typing import Any
 
 from coderl.errors import BadRequest, CoderlError, NoCodeFound, from_wire, to_wire
 from coderl.judge import Verdict
-from coderl.reward.answer import final_answer
-from coderl.reward.samples_log import log_sample
+from coderl.judge.final_answer import final_answer
+from coderl.records.code import code_record
+from coderl.records.samples_log import log_sample
+from coderl.records.writer import RecordSettings, record_safely
 
 VERDICT_KEYS = tuple(f"verdict_{v.value}" for v in Verdict if v is not Verdict.SKIPPED)
 # One HTTP client / embedded judge per event loop (each RewardLoopWorker runs one loop); keyed by
@@ -86,9 +88,6 @@ async def compute_score(data_source: str, solution_str: str, ground_truth: Any, 
             log_sample(log_dir, data_source, extra_info, out)
         except OSError as exc:  # a full or read-only disk must not fail a training step
             warnings.warn(f"coderl reward: cannot log the sample to {log_dir}: {exc}", stacklevel=1)
-    from coderl.records.code import code_record  # here: coderl.records imports this package's samples_log
-    from coderl.records.writer import RecordSettings, record_safely
-
     record_safely(RecordSettings.from_env(record_dir, record_every), extra_info,
                   lambda: code_record(data_source, solution_str, extra_info, result or {}, out, answer.text))
     return out

@@ -3,7 +3,7 @@ machine without accelerators (scripts/smoke_pipeline.sh): the only way a trainin
 executes in CI. GPU and NPU runs never load it.
 
 Loaded through verl's own extension hook, no verl file patched: ``VERL_USE_EXTERNAL_MODULES=
-coderl.verl_cpu`` makes ``import verl`` import this module, which registers the platform, and
+coderl.verl.cpu_platform`` makes ``import verl`` import this module, which registers the platform, and
 ``VERL_PLATFORM=cpu`` selects it. verl's registry (verl/plugin/platform) knows only nvidia, npu and
 rocm, and with any of those ``auto_set_device`` turns ``trainer.device=cpu`` back into cuda.
 

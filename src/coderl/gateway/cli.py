@@ -40,7 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def build_backend(args: argparse.Namespace, tokenizer: object, stop_ids: set[int]) -> object:
-    from coderl.agent import backends
+    from coderl.gateway import backends
 
     if args.backend in ("vllm", "sglang"):
         if not args.backend_url:
@@ -65,9 +65,9 @@ def build_backend(args: argparse.Namespace, tokenizer: object, stop_ids: set[int
 def _gateway(args: argparse.Namespace) -> int:
     from transformers import AutoTokenizer
 
-    from coderl.agent.chat import ChatFormat
-    from coderl.agent.gateway import Gateway, SessionConfig
-    from coderl.agent.gateway_http import serve
+    from coderl.gateway.chat import ChatFormat
+    from coderl.gateway.core import Gateway, SessionConfig
+    from coderl.gateway.server import serve
 
     if not Path(args.tokenizer).is_dir():
         raise FileNotFoundError(f"--tokenizer: no such directory: {args.tokenizer}")

@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from coderl.agent.chat import AssistantTurn, new_call_id
+from coderl.gateway.chat import AssistantTurn, new_call_id
 
 # ---------------------------------------------------------------- OpenAI Chat Completions
 

@@ -1,6 +1,6 @@
 """The `code_interpreter` tool, free of verl imports: its schema, its defaults, one call (validate
 the model's arguments, clamp the timeout, run, map errors) and how a run is shown to the model.
-The verl tool (training, `code_interpreter.py`) and the multi-turn evaluator (`eval/agent.py`)
+The verl tool (training, `coderl.verl.tool`) and the multi-turn evaluator (`eval/agent.py`)
 both call `call_interpreter`, so what the model sees cannot drift between them."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """`code_interpreter` for verl's multi-turn tool agent loop: runs the model's code in the sandbox.
 
 Named in a tool YAML (tool_config/code_interpreter.yaml) as
-``class_name: coderl.tools.code_interpreter.CodeInterpreterTool``. Construction does no I/O
+``class_name: coderl.verl.tool.CodeInterpreterTool``. Construction does no I/O
 (verl builds tools in every worker and in the dataset); the HTTP client is created on first use in
 the running event loop. Each call is one stateless run: the model sees a short status line, then
 stdout and stderr, each cut in the middle past ``max_output_chars``. A request the sandbox
@@ -10,9 +10,9 @@ unreachable sandbox (after the client's retries) as a status line that says it i
 program's fault, with ``sandbox_error`` in the call's metrics.
 
 Config keys (tool YAML): ``sandbox_url`` (comma-separated replicas; default ``CODERL_SANDBOX_URL``),
-``retries``, and the limits of `coderl.tools.schema.InterpreterSettings` (``default_timeout``,
+``retries``, and the limits of `coderl.interpreter.InterpreterSettings` (``default_timeout``,
 ``max_timeout``, ``memory_mb``, ``max_output_chars``), whose defaults the YAML repeats. The call
-itself (validation, clamping, error mapping) is `coderl.tools.schema.call_interpreter`, shared with
+itself (validation, clamping, error mapping) is `coderl.interpreter.call_interpreter`, shared with
 the evaluator.
 
 Each call's sandbox request and result (status, what the model saw, time) is appended to the
@@ -35,8 +35,8 @@ from verl.tools.base_tool import BaseTool
 from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
 
 from coderl.errors import CoderlError
+from coderl.interpreter import CODE_INTERPRETER_SCHEMA, InterpreterSettings, call_interpreter
 from coderl.records.code import TOOL_RUNS_KEY, tool_run
-from coderl.tools.schema import CODE_INTERPRETER_SCHEMA, InterpreterSettings, call_interpreter
 
 
 class CodeInterpreterTool(BaseTool):

@@ -23,11 +23,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from coderl.agent.repo_store import file_lock
-from coderl.agent.repo_task import EnvSpec
 from coderl.errors import EnvBuildError
 from coderl.sandbox.pythonenv import sandbox_python
 from coderl.sandbox.session import REPO
+from coderl.swe.store import file_lock
+from coderl.swe.task import EnvSpec
 
 _READY = ".coderl-ready"
 _BUILD_TIMEOUT_S = 1800

@@ -25,10 +25,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from coderl.agent.backends import TokenBackend
-from coderl.agent.chat import AssistantTurn, ChatFormat, canonical, same_message
-from coderl.agent.trajectory import Branch, Trajectory, common_prefix
 from coderl.errors import BadRequest, ContextExhausted, GatewaySessionError, SessionTimeout, UnknownSession
+from coderl.gateway.backends import TokenBackend
+from coderl.gateway.chat import AssistantTurn, ChatFormat, canonical, same_message
+from coderl.gateway.trajectory import Branch, Trajectory, common_prefix
 
 
 @dataclass

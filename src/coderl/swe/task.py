@@ -12,8 +12,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from coderl.agent.patch import split_diff
 from coderl.errors import InvalidTask
+from coderl.swe.patch import split_diff
 
 DEFAULT_TEST_CMD = "python -m pytest -rA -p no:cacheprovider -W ignore::DeprecationWarning"
 

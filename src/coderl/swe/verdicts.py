@@ -28,8 +28,8 @@ import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from coderl.agent.pytest_inside.launcher import EXIT_LAUNCHER, EXIT_NO_RUNNER
 from coderl.sandbox.session import ExecResult
+from coderl.swe.pytest_inside.launcher import EXIT_LAUNCHER, EXIT_NO_RUNNER
 
 PASSING = frozenset({"PASSED", "XPASS"})
 _PYTEST_EXITS = {2: "pytest was interrupted (a collection error, or the run was stopped)", 3: "pytest hit an internal error",
