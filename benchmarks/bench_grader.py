@@ -5,6 +5,7 @@ tasks, each graded with its gold patch and with an empty one, K diffs in flight 
   grades outstanding at a time), over ``--rounds`` passes of every (task, patch) pair;
 - latency: p50/p90 seconds per diff, from the call to ``RepoGrader.grade`` to its result (never
   time spent queued behind the K in flight, so the numbers compare across K);
+- CPU per diff in the grader's own process (the host's share; the sandboxes' is not counted);
 - verdicts: every gold patch must come out ``resolved`` and every empty one not; a mismatch is
   printed, since a fast grader that is wrong measures nothing.
 
@@ -12,6 +13,10 @@ Snapshots and environments are made (in a fresh directory) before the clock star
 shared and cached, and the benchmark is about grading. Run it on an otherwise idle machine, or beside its baseline:
 
     nice -n 19 python benchmarks/bench_grader.py [--concurrency 2,8] [--rounds 2]
+
+The baseline is the grader before issue 24 (3a61f27, the layout before ``coderl/swe``), run by the
+same file: ``git worktree add /tmp/bench-base 3a61f27`` and ``PYTHONPATH=/tmp/bench-base/src``
+(the first line printed names the tree measured); alternate the two on a shared machine.
 """
 
 from __future__ import annotations
@@ -23,11 +28,19 @@ import tempfile
 import time
 from pathlib import Path
 
+import coderl
 from coderl.sandbox.session import SessionHost
-from coderl.swe.grader import RepoGrader
-from coderl.swe.store import RepoStore
-from coderl.swe.task import RepoTask
-from coderl.swe.task_set import build_task_set
+
+try:
+    from coderl.swe.grader import RepoGrader
+    from coderl.swe.store import RepoStore
+    from coderl.swe.task import RepoTask
+    from coderl.swe.task_set import build_task_set
+except ModuleNotFoundError:  # the baseline (3a61f27, the grader before issue 24) has them in coderl/agent
+    from coderl.agent.grader import RepoGrader
+    from coderl.agent.repo_store import RepoStore
+    from coderl.agent.repo_task import RepoTask
+    from coderl.agent.task_set import build_task_set
 
 
 async def timed_grades(grader: RepoGrader, items: list[tuple[RepoTask, str, bool]], k: int,
@@ -52,19 +65,25 @@ async def timed_grades(grader: RepoGrader, items: list[tuple[RepoTask, str, bool
 
 async def main(args: argparse.Namespace) -> None:
     root = Path(tempfile.mkdtemp(prefix="bench-grader-"))
-    tasks = build_task_set(root)
+    builtin = {t.repo.split("/")[-1]: t for t in build_task_set(root)}
+    if args.tasks - builtin.keys():
+        raise SystemExit(f"bench_grader: no builtin task named {', '.join(sorted(args.tasks - builtin.keys()))}")
+    tasks = [t for name, t in builtin.items() if not args.tasks or name in args.tasks]
     store = RepoStore(root / "repos", root / "cache")
     items = [(t, diff, diff == t.gold_patch) for _ in range(args.rounds) for t in tasks for diff in (t.gold_patch, "")]
+    print(f"coderl from {Path(coderl.__file__).parent}")
     async with SessionHost() as host:
         for k in args.concurrency:
             grader = RepoGrader(host, store, env_cache=root / "envs", concurrency=k)
             for task in tasks:  # snapshots and environments: made (or found) before the clock starts
                 await grader.prepare(task)
+            cpu0 = time.process_time()
             wall, seconds, wrong = await timed_grades(grader, items, k)
+            own = time.process_time() - cpu0
             q = statistics.quantiles(seconds, n=10)
             print(f"K={k}: {len(items)} diffs ({len(tasks)} tasks x gold/empty x {args.rounds}) in {wall:.2f} s: "
                   f"{len(items) / wall:.2f} diffs/s; per diff p50 {statistics.median(seconds):.2f} s, "
-                  f"p90 {q[8]:.2f} s; wrong verdicts {len(wrong)}")
+                  f"p90 {q[8]:.2f} s, grader process CPU {1000 * own / len(items):.0f} ms; wrong verdicts {len(wrong)}")
             for line in wrong:
                 print("  wrong:", line)
 
@@ -73,4 +92,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--concurrency", default="2,8", type=lambda s: [int(x) for x in s.split(",")])
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--tasks", default="", type=lambda s: set(filter(None, s.split(","))),
+                        help="only these builtin tasks (names, comma-separated; the baseline has "
+                             "intervals,lru,roman,rpn,semver,slugify); default: all")
     asyncio.run(main(parser.parse_args()))
