@@ -56,6 +56,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     swe.add_argument("--find-links", help="wheel directory for the environments (pip --no-index)")
     swe.add_argument("--val-fraction", type=fraction, default=0.0, help="in [0, 1)")
     swe.add_argument("--seed", type=int, default=42)
+    swe.add_argument("--split", help="with --source builtin: train or heldout, that split's tasks only "
+                                     "(each task.json's `split`; default: all)")
     swe.set_defaults(func=_swe)
     for kind in EVAL_KINDS:
         p = sub.add_parser(kind, help=f"{kind} -> RL parquet (test.parquet) or eval problems (problems.jsonl)")
@@ -89,7 +91,7 @@ def _swe(args: argparse.Namespace) -> int:
 
     print(build_swe(args.source, args.out, repos_dir=args.repos, cache_dir=args.cache or default_cache_dir(),
                     build_envs=args.build_envs, find_links=args.find_links, limit=args.limit,
-                    val_fraction=args.val_fraction, seed=args.seed).summary())
+                    val_fraction=args.val_fraction, seed=args.seed, split=args.split).summary())
     return 0
 
 

@@ -47,15 +47,18 @@ def swe_row(task: RepoTask, snapshot: Path, env_dir: Path | None, repos_dir: Pat
 
 def build_swe(source: str, out: str | Path, *, repos_dir: str | Path | None, cache_dir: str | Path,
               build_envs: bool = False, find_links: str | Path | None = None, limit: int | None = None,
-              val_fraction: float = 0.0, seed: int = 42) -> BuildReport:
+              val_fraction: float = 0.0, seed: int = 42, split: str | None = None) -> BuildReport:
     """Write train.parquet (+ validation.parquet with ``val_fraction``), tasks.jsonl (the task
-    rows as read, for `coderl eval swe`) and report.json under ``out``."""
+    rows as read, for `coderl eval swe`) and report.json under ``out``. ``split`` (builtin only)
+    keeps the builtin set's ``train`` or ``heldout`` tasks."""
     out, cache = Path(out), Path(cache_dir).resolve()
+    if split is not None and source != "builtin":
+        raise BadRequest("--split selects among the builtin tasks: use it with --source builtin")
     if source == "builtin":
         from coderl.swe.task_set import build_task_set
 
         built = out / "builtin"
-        build_task_set(built)
+        build_task_set(built, split)
         source, repos_dir = str(built / "tasks.jsonl"), built / "repos"
     if repos_dir is None:
         raise BadRequest("--repos is required (a directory of git mirrors or repository tarballs)")

@@ -53,6 +53,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     swe.add_argument("--tasks", required=True, help="tasks.jsonl (SWE-bench rows), a `coderl data swe` output dir, "
                                                     "or builtin (coderl's own task set)")
     swe.add_argument("--repos", help="directory of git mirrors or tarballs (not needed with --tasks builtin)")
+    swe.add_argument("--split", help="with --tasks builtin: train or heldout, that split's tasks only (default: all)")
     swe.add_argument("--out", required=True, help="output directory (resumable)")
     swe.add_argument("--patches", help="JSONL of {instance_id, model_patch | patch} (SWE-bench predictions)")
     swe.add_argument("--gold", action="store_true", help="grade each task's own fix (the grader's self-test)")
@@ -90,7 +91,7 @@ def _swe(args: argparse.Namespace) -> int:
                         gateway_socket=args.gateway_socket, harness_binds=tuple(args.harness_bind),
                         harness_timeout_s=args.harness_timeout, model=args.model, sandbox_url=args.sandbox_url,
                         concurrency=args.concurrency, find_links=Path(args.find_links) if args.find_links else None,
-                        limit=args.limit)
+                        limit=args.limit, split=args.split)
     summary = asyncio.run(evaluate_swe(cfg))
     print(markdown(summary))
     return exit_code(summary)

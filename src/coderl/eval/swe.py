@@ -51,16 +51,19 @@ class SweEvalConfig:
     concurrency: int = 2
     find_links: Path | None = None
     limit: int | None = None
+    split: str | None = None  # builtin tasks only: train or heldout
 
 
 def load_tasks(cfg: SweEvalConfig) -> tuple[list[RepoTask], Path]:
     """The tasks and the repositories directory (``builtin``: coderl's own set, built under --out)."""
     source, repos = cfg.tasks, cfg.repos
+    if cfg.split is not None and source != "builtin":
+        raise BadRequest("--split selects among the builtin tasks: use it with --tasks builtin")
     if source == "builtin":
         from coderl.swe.task_set import build_task_set
 
         built = Path(cfg.out_dir) / "builtin"
-        build_task_set(built)
+        build_task_set(built, cfg.split)
         source, repos = str(built / "tasks.jsonl"), str(built / "repos")
     elif Path(source).is_dir() and (Path(source) / "tasks.jsonl").is_file():
         source = str(Path(source) / "tasks.jsonl")  # a `coderl data swe` output directory

@@ -2,9 +2,10 @@
 
 Each task directory holds ``repo/`` (the buggy tree, tests included), ``fix/`` (the files the
 fix replaces) and ``task.json`` (problem statement, FAIL_TO_PASS, PASS_TO_PASS, test files,
-environment). The builder commits ``repo/`` as the base commit and ``fix/`` on top of it, as an
-upstream repository would have them (the snapshot of a task holds the base commit only), so the
-gold patch is ``git diff base fix``. Commit dates and authors are fixed, so the shas are the same
+environment, and ``split``: ``train`` or ``heldout``, declared there once so that training data
+and held-out evaluation can never pick the same task). The builder commits ``repo/`` as the base
+commit and ``fix/`` on top of it, as an upstream repository would have them (the snapshot of a
+task holds the base commit only), so the gold patch is ``git diff base fix``. Commit dates and authors are fixed, so the shas are the same
 on every machine.
 """
 
@@ -15,10 +16,12 @@ import shutil
 from importlib import resources
 from pathlib import Path
 
+from coderl.errors import BadRequest
 from coderl.swe.store import build_once, git
 from coderl.swe.task import RepoTask
 
 _DATE = {"GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z"}
+SPLITS = ("train", "heldout")
 
 
 def task_dirs() -> list[Path]:
@@ -26,12 +29,17 @@ def task_dirs() -> list[Path]:
     return sorted(p for p in root.iterdir() if (p / "task.json").is_file())
 
 
-def build_task_set(dest: Path) -> list[RepoTask]:
-    """Mirrors under ``dest/repos`` and the tasks as rows in ``dest/tasks.jsonl``; idempotent."""
+def build_task_set(dest: Path, split: str | None = None) -> list[RepoTask]:
+    """Mirrors under ``dest/repos`` and the tasks as rows in ``dest/tasks.jsonl``; idempotent.
+    ``split`` (``train`` or ``heldout``) keeps that split's tasks only; None keeps every task."""
+    if split is not None and split not in SPLITS:
+        raise BadRequest(f"unknown split {split!r}: the builtin tasks are split into {' and '.join(SPLITS)}")
     repos = dest / "repos"
     tasks = []
     for task_dir in task_dirs():
         meta = json.loads((task_dir / "task.json").read_text())
+        if split is not None and meta.get("split") != split:
+            continue
         mirror = build_once(repos / meta["repo"].replace("/", "__"), lambda tmp, d=task_dir: _commit_tree(d, tmp))
         base = git("rev-parse", "HEAD~1", cwd=mirror).strip()
         gold = git("diff", "--no-color", "--binary", "HEAD~1", "HEAD", cwd=mirror)
