@@ -30,6 +30,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="deploy on the Ray cluster as a Ray Serve application (CODERL_RAY=1)")
     p.add_argument("--replicas", type=positive_int, default=_env_int("CODERL_REPLICAS"),
                    help="with --ray: replicas (CODERL_REPLICAS, default: one per node)")
+    p.add_argument("--episodes-per-replica", type=positive_int, default=_env_int("CODERL_EPISODES_PER_REPLICA"),
+                   help="with --ray: session replicas as Ray actors on the nodes that advertise coderl_sandbox, each "
+                        "taking this many units of it and binding the first free port from --port; prints their "
+                        "URLs (CODERL_EPISODES_PER_REPLICA; docs/deploy.md)")
     p.set_defaults(func=_serve)
     h = subparsers.add_parser("health", help="is the sandbox service at URL ready? (exit 0 yes, 1 no)",
                               description="Ask URL/readyz (a canary program judged right) once, or with --wait "
@@ -63,6 +67,10 @@ def _serve(args: argparse.Namespace) -> int:
     if args.ray:
         if listener is not None:
             raise BadRequest("--fd serves one process on an inherited socket; Ray Serve binds its own proxy port")
+        if args.episodes_per_replica:
+            from coderl.server.ray_sessions import deploy_sessions
+
+            return deploy_sessions(settings, episodes_per_replica=args.episodes_per_replica, replicas=args.replicas)
         from coderl.server.ray_serve import deploy
 
         return deploy(settings, replicas=args.replicas)
