@@ -1,4 +1,6 @@
-"""The one async HTTP client for a coderl service (one URL or several replicas).
+"""The one HTTP client of a coderl service (one URL or several replicas): `SandboxClient`, async,
+and `wait_ready`, the readiness probe. Nothing else in coderl talks HTTP to the service
+(tests/test_architecture.py holds every other HTTP client to its own peer).
 
 Used by the reward, the tool and the evaluator. Retries only what is safe and meaningful to
 retry: HTTP 429/503/504, connection errors, and a 5xx that did not come from a coderl process (no
@@ -14,13 +16,25 @@ Retry-After), moving to the next URL each time. A 4xx is the caller's mistake an
 from __future__ import annotations
 
 import asyncio
+import base64
+import contextlib
+import dataclasses
 import itertools
 import random
+import time
+from collections.abc import Callable
 from typing import Any
 
 import httpx
 
-from coderl.errors import BadRequest, ServiceError, ServiceUnavailable
+from coderl.errors import (
+    BadRequest,
+    CoderlError,
+    ServiceError,
+    ServiceUnavailable,
+    UnknownSession,
+    from_wire,
+)
 
 RETRY_STATUS = (429, 503, 504)
 
@@ -132,12 +146,19 @@ class SandboxClient:
         return False
 
     # ------------------------------------------------------------------ transport
-    async def _request(self, method: str, path: str, body: Any = None) -> Any:
+    async def _request(self, method: str, path: str, body: Any = None, *, retries: int | None = None,
+                       headers: dict[str, str] | None = None, timeout_s: float | None = None) -> Any:
+        """``retries``: None is the client's; a session's requests pass 0 (a command is not
+        idempotent, and its session lives on one replica). A coderl error body's ``type`` is raised
+        as that class (`errors.from_wire`): `EditRejected`, `UnknownSession`, ... as a local call would."""
+        retries = self.retries if retries is None else retries
         last = "no attempt"
-        for attempt in range(self.retries + 1):
+        for attempt in range(retries + 1):
             url = self.urls[next(self._next)] + path
             try:
-                response = await self._client.request(method, url, json=body)
+                response = await self._client.request(method, url, json=body, headers=headers,
+                                                      timeout=httpx.USE_CLIENT_DEFAULT if timeout_s is None
+                                                      else httpx.Timeout(timeout_s, connect=10.0))
             except httpx.ReadTimeout as exc:  # the server may still be working on it: sending it again doubles the load
                 raise ServiceError(f"{method} {path}: no answer within the client's timeout ({exc})") from None
             except (httpx.TransportError, httpx.DecodingError) as exc:
@@ -148,15 +169,16 @@ class SandboxClient:
                     return response.json()
                 detail = _detail(response)
                 from_proxy = "x-coderl-isolation" not in response.headers
+                message = f"{method} {path}: HTTP {response.status_code}: {detail}"
                 if response.status_code >= 500 and response.status_code not in RETRY_STATUS and not from_proxy:
-                    raise ServiceError(f"{method} {path}: HTTP {response.status_code}: {detail}")
+                    raise _typed(response, message, ServiceError)
                 if response.status_code < 500 and response.status_code not in RETRY_STATUS:
-                    raise BadRequest(f"{method} {path}: HTTP {response.status_code}: {detail}")
+                    raise _typed(response, message, BadRequest)
                 last = f"HTTP {response.status_code}: {detail}"
                 delay = _retry_after(response)
-            if attempt < self.retries:
+            if attempt < retries:
                 await asyncio.sleep(self._backoff(attempt, delay))
-        raise ServiceUnavailable(f"{method} {path} failed after {self.retries + 1} attempts: {last}")
+        raise ServiceUnavailable(f"{method} {path} failed after {retries + 1} attempts: {last}")
 
     def _backoff(self, attempt: int, retry_after: float | None) -> float:
         """Jittered exponential backoff, never shorter than the server's Retry-After (capped)."""
@@ -164,6 +186,38 @@ class SandboxClient:
         if retry_after is not None:
             return max(jittered, min(self.max_backoff_s, retry_after))
         return jittered
+
+
+def wait_ready(url: str, timeout_s: float, alive: Callable[[], bool] = lambda: True) -> str | None:
+    """Poll ``url``/readyz until it answers 200 (None), ``timeout_s`` passes or ``alive()`` turns
+    false (the reason, one line). The one readiness probe: `coderl health`, the scripts, the
+    container entrypoint and `running_service` all wait through it. Synchronous: its callers wait
+    for a process they started, before any event loop runs."""
+    deadline = time.monotonic() + timeout_s
+    last = "no answer yet"
+    while True:
+        try:
+            response = httpx.get(url.rstrip("/") + "/readyz", timeout=5)
+            if response.status_code == 200:
+                return None
+            last = f"HTTP {response.status_code}: {response.text[:200]}"
+        except httpx.HTTPError as exc:
+            last = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        if not alive():
+            return f"the service exited before it was ready ({last})"
+        if time.monotonic() >= deadline:
+            return f"not ready at {url} after {timeout_s:g} s ({last})"
+        time.sleep(0.2)
+
+
+def _typed(response: httpx.Response, message: str, default: type[CoderlError]) -> CoderlError:
+    """The error class the body's ``type`` names (a class of the tree), else ``default``."""
+    try:
+        kind = response.json().get("type")
+    except (ValueError, AttributeError):
+        kind = None
+    error = from_wire({"type": kind, "message": message}) if isinstance(kind, str) else None
+    return error if error is not None and type(error) is not CoderlError else default(message)
 
 
 def _detail(response: httpx.Response) -> str:
@@ -179,3 +233,147 @@ def _retry_after(response: httpx.Response) -> float | None:
         return float(value) if value is not None else None
     except ValueError:
         return None
+
+
+# ---------------------------------------------------------------------- remote agent sessions
+_EXEC_GRACE_S = 30.0  # on top of a command's budget before the client stops waiting for its answer
+
+
+class SessionService:
+    """Remote session sandboxes on one `coderl serve` (its ``/v1/sessions`` routes,
+    `coderl.server.sessions`)::
+
+        async with SessionService("http://sandbox-node:8080") as sessions:
+            s = await sessions.open(task=row, limits=SessionLimits(episode_s=600),
+                                    gateway=("http://trainer-node:8100", gateway_session_id))
+            r = await s.exec("python -m pytest -q")     # the ExecResult a local Session returns
+            diff = await s.finish()
+            await s.close()
+
+    ``open`` retries a full node (429) with backoff; every call of a session goes once to the
+    replica that opened it (a command is not idempotent)."""
+
+    def __init__(self, url: str, *, timeout_s: float = 120.0, max_connections: int = 1024) -> None:
+        self.url = url.rstrip("/")
+        self.client = SandboxClient(self.url, timeout_s=timeout_s, max_connections=max_connections)
+
+    async def __aenter__(self) -> SessionService:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+
+    async def open(self, task: dict[str, Any] | None = None, *, limits: Any = None, env: dict[str, str] | None = None,
+                   gateway: tuple[str, str] | None = None, lease_s: float | None = None) -> RemoteSession:
+        """A session over the task row's snapshot (None: an empty work tree). ``limits``: a
+        `SessionLimits`; ``gateway``: (the gateway's URL as the sandbox node reaches it, the
+        session's credential there, i.e. the gateway session id)."""
+        body: dict[str, Any] = {"task": task, "env": env or {}, "lease_s": lease_s}
+        if limits is not None:
+            body["limits"] = dataclasses.asdict(limits)
+        if gateway is not None:
+            body["gateway"] = {"url": gateway[0], "credential": gateway[1]}
+        return RemoteSession(self.client, await self.client._request("POST", "/v1/sessions", body))
+
+    async def warm(self, task: dict[str, Any] | None = None, *, limits: Any = None) -> dict[str, Any]:
+        """Ask the node to keep sandboxes of this task ready (its warm pool)."""
+        body: dict[str, Any] = {"task": task}
+        if limits is not None:
+            body["limits"] = dataclasses.asdict(limits)
+        return await self.client._request("POST", "/v1/sessions/warm", body)  # type: ignore[no-any-return]
+
+    async def stats(self) -> dict[str, Any]:
+        return await self.client._request("GET", "/v1/sessions")  # type: ignore[no-any-return]
+
+
+class RemoteSession:
+    """One remote session, with the interface of a local `coderl.sandbox.session.Session` (exec,
+    read_file, write_file, listdir, view, create, str_replace, insert, finish, close), plus
+    ``grade`` (its diff graded on its task, on the sandbox node) and ``renew`` (its lease; every
+    call renews it). Errors are the local ones (`EditRejected`, `DiffUnavailable`, ...); a session
+    gone from its node raises `UnknownSession` (404) or `SessionExpired` (410)."""
+
+    def __init__(self, client: SandboxClient, opened: dict[str, Any]) -> None:
+        from coderl.sandbox.session import SessionLimits
+
+        self.id: str = opened["id"]
+        self.warm: bool = opened["warm"]
+        self.started_s: float = opened["started_ms"] / 1000
+        self.limits = SessionLimits(**opened["limits"])
+        self._client = client
+        self._auth = {"authorization": f"Bearer {opened['token']}"}
+        self._deadline = time.monotonic() + opened["remaining_s"]
+        self._diff: str | None = None
+
+    @property
+    def remaining_s(self) -> float:
+        return max(0.0, self._deadline - time.monotonic())
+
+    async def _call(self, path: str, body: Any = None, *, method: str = "POST",
+                    timeout_s: float | None = None) -> dict[str, Any]:
+        return await self._client._request(method, f"/v1/sessions/{self.id}{path}", body,  # type: ignore[no-any-return]
+                                           retries=0, headers=self._auth, timeout_s=timeout_s)
+
+    async def exec(self, cmd: str, *, timeout_s: float | None = None, cwd: str = "/repo", stdin: bytes = b"",
+                   env: dict[str, str] | None = None) -> Any:
+        """``bash -c cmd`` in the episode: the `ExecResult` a local session returns."""
+        from coderl.sandbox.result import ExecResult
+
+        budget = min(timeout_s or self.limits.exec_s, self.remaining_s)
+        reply = await self._call("/exec", {"cmd": cmd, "timeout_s": timeout_s, "cwd": cwd,
+                                           "stdin_b64": base64.b64encode(stdin).decode(), "env": env or {}},
+                                 timeout_s=budget + _EXEC_GRACE_S)
+        return ExecResult.from_wire(reply, stdout=reply["stdout"], stderr=reply["stderr"])
+
+    async def read_file(self, path: str, max_bytes: int = 4 << 20) -> bytes:
+        return base64.b64decode((await self._call("/files/read", {"path": path, "max_bytes": max_bytes}))["data_b64"])
+
+    async def write_file(self, path: str, data: bytes) -> None:
+        await self._call("/files/write", {"path": path, "data_b64": base64.b64encode(data).decode()})
+
+    async def listdir(self, path: str, max_entries: int = 1000) -> list[tuple[str, bool]]:
+        reply = await self._call("/files/list", {"path": path, "max_entries": max_entries})
+        return [(name, bool(is_dir)) for name, is_dir in reply["entries"]]
+
+    async def view(self, path: str, view_range: tuple[int, int] | None = None) -> str:
+        body: dict[str, Any] = {"op": "view", "path": path, "view_range": list(view_range) if view_range else None}
+        return str((await self._call("/edit", body))["text"])
+
+    async def create(self, path: str, text: str) -> None:
+        await self._call("/edit", {"op": "create", "path": path, "text": text})
+
+    async def str_replace(self, path: str, old: str, new: str) -> None:
+        await self._call("/edit", {"op": "str_replace", "path": path, "old": old, "new": new})
+
+    async def insert(self, path: str, after_line: int, text: str) -> None:
+        await self._call("/edit", {"op": "insert", "path": path, "after_line": after_line, "text": text})
+
+    async def finish(self) -> str:
+        """Every process of the episode killed, then its diff (idempotent)."""
+        if self._diff is None:
+            self._diff = str((await self._call("/finish", timeout_s=300.0))["diff"])
+        return self._diff
+
+    async def grade(self) -> dict[str, Any]:
+        """The episode's diff graded against its task on the sandbox node (`/v1/swe/grade`'s
+        result, plus ``diff``)."""
+        return await self._call("/grade", timeout_s=3600.0)
+
+    async def renew(self) -> float:
+        """Renew the lease; the episode's remaining seconds."""
+        return float((await self._call("/renew"))["remaining_s"])
+
+    async def close(self) -> None:
+        """Close it on its node. Idempotent; a session already gone (closed, reaped, its node
+        lost) is not an error here: whatever is left there is reaped when its lease runs out."""
+        with contextlib.suppress(UnknownSession, ServiceError):
+            await self._call("", method="DELETE")
+
+    async def __aenter__(self) -> RemoteSession:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()

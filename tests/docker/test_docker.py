@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from coderl.server.launch import wait_ready
+from coderl.client import wait_ready
 from tests.helpers.poll import wait_for
 from tests.helpers.service import exited, loopback_listener
 

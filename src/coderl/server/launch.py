@@ -10,11 +10,9 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
-import httpx
-
+from coderl.client import wait_ready
 from coderl.errors import SandboxError
 
 
@@ -36,27 +34,6 @@ def loopback_listener() -> socket.socket:
     sock.bind(("127.0.0.1", 0))
     sock.listen(128)
     return sock
-
-
-def wait_ready(url: str, timeout_s: float, alive: Callable[[], bool] = lambda: True) -> str | None:
-    """Poll ``url``/readyz until it answers 200 (None), ``timeout_s`` passes or ``alive()`` turns
-    false (the reason, one line). The one readiness probe: `coderl health`, the scripts, the
-    container entrypoint and `running_service` all wait through it."""
-    deadline = time.monotonic() + timeout_s
-    last = "no answer yet"
-    while True:
-        try:
-            response = httpx.get(url.rstrip("/") + "/readyz", timeout=5)
-            if response.status_code == 200:
-                return None
-            last = f"HTTP {response.status_code}: {response.text[:200]}"
-        except httpx.HTTPError as exc:
-            last = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-        if not alive():
-            return f"the service exited before it was ready ({last})"
-        if time.monotonic() >= deadline:
-            return f"not ready at {url} after {timeout_s:g} s ({last})"
-        time.sleep(0.2)
 
 
 @contextlib.contextmanager
