@@ -172,22 +172,27 @@ async def _apply(session: Session, diff: str, path: str) -> str:
     return (run.stderr or run.stdout).strip()[-500:]
 
 
-_graders: dict[tuple[int, str, str], RepoGrader] = {}
+class EpisodeGraders:
+    """The repository graders an agent-loop worker's episodes share (``score: repo``): one per
+    (repositories dir, cache dir) named by the rows, so each grader's concurrency holds across the
+    worker's episodes. Owned by the worker with the session host it grades on."""
 
+    def __init__(self, host: SessionHost) -> None:
+        self.host = host
+        self._graders: dict[tuple[str, str], RepoGrader] = {}
 
-async def grade_episode(host: SessionHost, extra_info: dict, diff: str | None) -> GradeResult:
-    """Grade an agent episode's diff from a `coderl data swe` row's ``extra_info`` (the agent loop's
-    ``score: repo``): the task travels in ``extra_info["task"]``, the repositories and cache in
-    ``repos_dir`` / ``cache_dir``. One grader per (host, directories), so its concurrency holds
-    across the loop's episodes. A row without a readable task is a ``sandbox_error`` (the data's
-    fault, never the agent's); no diff (the harness never got as far) grades as an empty one."""
-    try:
-        task = RepoTask.from_row(json.loads(extra_info["task"]))
-    except (KeyError, TypeError, ValueError, InvalidTask) as exc:
-        return GradeResult(instance_id=str(extra_info.get("instance_id", "")), status="sandbox_error", reward=None,
-                           message=f"the row carries no readable task: {exc}")
-    key = (id(host), str(extra_info.get("repos_dir", "")), str(extra_info.get("cache_dir", "")))
-    if key not in _graders:
-        cache = Path(key[2]) if key[2] else default_cache_dir()
-        _graders[key] = RepoGrader(host, RepoStore(Path(key[1]), cache), env_cache=cache)
-    return await _graders[key].grade(task, diff or "")
+    async def grade(self, extra_info: dict, diff: str | None) -> GradeResult:
+        """Grade an episode's diff from a `coderl data swe` row's ``extra_info``: the task travels in
+        ``extra_info["task"]``, the repositories and cache in ``repos_dir`` / ``cache_dir``. A row
+        without a readable task is a ``sandbox_error`` (the data's fault, never the agent's); no diff
+        (the harness never got as far) grades as an empty one."""
+        try:
+            task = RepoTask.from_row(json.loads(extra_info["task"]))
+        except (KeyError, TypeError, ValueError, InvalidTask) as exc:
+            return GradeResult(instance_id=str(extra_info.get("instance_id", "")), status="sandbox_error",
+                               reward=None, message=f"the row carries no readable task: {exc}")
+        key = (str(extra_info.get("repos_dir", "")), str(extra_info.get("cache_dir", "")))
+        if key not in self._graders:
+            cache = Path(key[1]) if key[1] else default_cache_dir()
+            self._graders[key] = RepoGrader(self.host, RepoStore(Path(key[0]), cache), env_cache=cache)
+        return await self._graders[key].grade(task, diff or "")

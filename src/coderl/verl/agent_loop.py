@@ -19,7 +19,7 @@ demoted to 0). What that drops (earlier branches' turns past their fork) is coun
 
 Scoring (``score`` option): ``code`` - the code reward (`coderl.verl.reward`) of the
 harness's answer: ``solution.py`` in its work dir if it wrote one, else its last assistant message;
-``repo`` - part 2's repository grader (`coderl.swe.grader.grade_episode`) on the episode's diff,
+``repo`` - part 2's repository grader (`coderl.swe.grader.EpisodeGraders`) on the episode's diff,
 in a fresh sandbox (rows from ``coderl data swe``: ``extra_info`` names the snapshot and env);
 ``none`` - leave the reward to verl's reward loop. A failure of OUR side (the sandbox did not
 start, the gateway or backend failed, the grader's sandbox did) masks the whole response (nothing
@@ -32,34 +32,25 @@ reason in ``agent_error``.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import shutil
 import subprocess
 import tempfile
 import time
 import uuid
-import weakref
 from pathlib import Path
 from typing import Any
 
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput, register
 
 from coderl.errors import CoderlError
-from coderl.gateway.backends import VerlBackend
 from coderl.gateway.chat import ChatFormat
-from coderl.gateway.core import Gateway, SessionConfig
-from coderl.gateway.server import Served, serve
+from coderl.gateway.core import SessionConfig
 from coderl.records.agent import record_episode
 from coderl.swe.harness import HarnessResult, run_in_sandbox, run_on_host
+from coderl.verl.episode_worker import EpisodeWorker
 
 logger = logging.getLogger(__name__)
-
-# One gateway per (event loop, server manager): every loop instance of a worker shares it.
-_gateways: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[int, tuple[Gateway, Served, str]]] = \
-    weakref.WeakKeyDictionary()
-_session_hosts: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
-
 
 @register("coderl_gateway_agent")
 class GatewayAgentLoop(AgentLoopBase):
@@ -82,22 +73,10 @@ class GatewayAgentLoop(AgentLoopBase):
         self.prompt_length = int(self.rollout_config.prompt_length)
         self.response_length = int(self.rollout_config.response_length)
 
-    async def _gateway(self) -> tuple[Gateway, Served, str]:
-        loop = asyncio.get_running_loop()
-        per_loop = _gateways.setdefault(loop, {})
-        key = id(self.server_manager)
-        if key not in per_loop:
-            fmt = ChatFormat(self.tokenizer, self.apply_chat_template_kwargs)
-            gateway = Gateway(fmt, VerlBackend(self.server_manager, fmt.stop_ids), model_name=self.model_name)
-            sock_dir = Path(tempfile.mkdtemp(prefix="coderl-gateway-"))
-            sock_dir.chmod(0o755)
-            socket_path = str(sock_dir / "gateway.sock")
-            served = await serve(gateway, [f"unix:{socket_path}", "127.0.0.1:0"])
-            per_loop[key] = (gateway, served, socket_path)
-        return per_loop[key]
-
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
-        gateway, served, socket_path = await self._gateway()
+        worker = await EpisodeWorker.of(self.server_manager, self.tokenizer, self.apply_chat_template_kwargs,
+                                        self.model_name)
+        gateway = worker.gateway
         messages = list(kwargs["raw_prompt"])
         task = next((m["content"] for m in reversed(messages) if m.get("role") == "user"), "")
         sid = "ep-" + uuid.uuid4().hex
@@ -111,7 +90,7 @@ class GatewayAgentLoop(AgentLoopBase):
         started = time.monotonic()
         result: HarnessResult | None = None
         try:
-            result = await self._run_harness(workdir, task, sid, served, socket_path, kwargs)
+            result = await self._run_harness(worker, workdir, task, sid, kwargs)
             extra.update(agent_exit_code=-1 if result.exit_code is None else result.exit_code,
                          agent_timed_out=int(result.timed_out), agent_isolation=result.isolation,
                          agent_output_limit=int(result.output_limit), agent_output_tail=result.output_tail[-2000:])
@@ -145,7 +124,7 @@ class GatewayAgentLoop(AgentLoopBase):
             reward = 0.0
         elif self.score != "none":
             try:
-                reward, info = await self._score(session, workdir, result, kwargs)
+                reward, info = await self._score(worker, session, workdir, result, kwargs)
             except CoderlError as exc:  # the scorer's own failure (its sandbox, the service): ours
                 reward, info = 0.0, {"sandbox_error": 1, "agent_error": f"scoring: {type(exc).__name__}: {exc}"[:500]}
                 logger.warning("coderl agent episode %s: scoring failed: %s", sid, exc)
@@ -162,28 +141,26 @@ class GatewayAgentLoop(AgentLoopBase):
                                response_logprobs=logprobs, reward_score=reward, num_turns=2 * summary["turns"] + 1,
                                metrics=metrics, extra_fields=extra)
 
-    async def _run_harness(self, workdir: Path, task: str, sid: str, served: Served, socket_path: str,
+    async def _run_harness(self, worker: EpisodeWorker, workdir: Path, task: str, sid: str,
                            kwargs: dict[str, Any]) -> HarnessResult:
         if self.placement == "host":
-            return await run_on_host(self.command, workdir=workdir, task=task, gateway_url="http://" + served.addresses[1],
+            return await run_on_host(self.command, workdir=workdir, task=task, gateway_url=worker.http_url,
                                      session_id=sid, model=self.model_name, timeout_s=self.timeout_s, env=self.env)
         info = kwargs.get("extra_info") or {}
         repo_dir = Path(info["repo_dir"]) if info.get("repo_dir") else _empty_repo(workdir / "repo")
         env_dir = Path(info["env_dir"]) if info.get("env_dir") else None
-        return await run_in_sandbox(self.command, host=_session_host(), repo_dir=repo_dir, task=task, env_dir=env_dir,
-                                    gateway_socket=socket_path, session_id=sid, model=self.model_name,
+        return await run_in_sandbox(self.command, host=worker.host, repo_dir=repo_dir, task=task, env_dir=env_dir,
+                                    gateway_socket=worker.socket_path, session_id=sid, model=self.model_name,
                                     timeout_s=self.timeout_s, harness_binds=self.harness_binds, env=self.env,
                                     capture_diff=True)
 
-    async def _score(self, session: Any, workdir: Path, result: HarnessResult | None,
+    async def _score(self, worker: EpisodeWorker, session: Any, workdir: Path, result: HarnessResult | None,
                      kwargs: dict[str, Any]) -> tuple[float, dict[str, Any]]:
         extra_info = dict(kwargs.get("extra_info") or {})
         if self.score == "repo":
-            from coderl.swe.grader import grade_episode
-
             if result is not None and result.diff_error is not None:  # the agent's files made no diff
                 return 0.0, {"verdict": "no_patch", "acc": 0.0, "sandbox_error": 0}
-            graded = self._grade = await grade_episode(_session_host(), extra_info, result.diff if result else None)
+            graded = self._grade = await worker.graders.grade(extra_info, result.diff if result else None)
             return float(graded.reward or 0.0), {"verdict": graded.status, "acc": float(graded.resolved),
                                                  "sandbox_error": int(graded.status == "sandbox_error")}
         from coderl.verl.reward import compute_score
@@ -236,15 +213,6 @@ def _empty_repo(path: Path) -> Path:
     subprocess.run(["git", "-C", str(path), "-c", "user.name=coderl", "-c", "user.email=coderl@localhost",
                     "commit", "-q", "-m", "task"], check=True)
     return path
-
-
-def _session_host() -> Any:
-    from coderl.sandbox.session import SessionHost
-
-    loop = asyncio.get_running_loop()
-    if loop not in _session_hosts:
-        _session_hosts[loop] = SessionHost()
-    return _session_hosts[loop]
 
 
 def check_agent_loops(path: str) -> list[str]:

@@ -1,0 +1,87 @@
+"""What one verl `AgentLoopWorker`'s agent episodes share, owned by one object and closed with it.
+
+verl builds a fresh agent loop per sample, passing each the worker's server manager; what must
+outlive a sample (the gateway and its listeners, the session host with its cgroups and seccomp
+program, the repository graders with their concurrency) belongs to the worker. `EpisodeWorker.of`
+finds the one for a server manager (kept on it), made on first use in the worker's event loop; `aclose` ends
+the listeners, closes the sessions and cgroups and removes the socket directory. verl never closes
+agent loops and Ray kills its actors, so what a dead worker process left behind is removed by the
+next one's start: socket directories named with a pid that no longer runs, and (the session
+host's own start) stale cgroups and overlay mounts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from coderl.gateway.backends import VerlBackend
+from coderl.gateway.chat import ChatFormat
+from coderl.gateway.core import Gateway
+from coderl.gateway.server import Served, serve
+from coderl.sandbox.session import SessionHost
+from coderl.swe.grader import EpisodeGraders
+
+# Kept on the server manager itself: a registry keyed by it would keep it alive (the worker's
+# backend holds it), so neither would ever be collected.
+_ATTRIBUTE = "coderl_episode_worker"
+_PREFIX = "coderl-gateway-"
+
+
+class EpisodeWorker:
+    """One agent-loop worker's gateway (served on a unix socket for sandboxed harnesses and on
+    127.0.0.1 for host ones), session host and graders."""
+
+    def __init__(self, gateway: Gateway, served: Served, socket_dir: Path) -> None:
+        self.gateway, self.served, self.socket_dir = gateway, served, socket_dir
+        self.socket_path = str(socket_dir / "gateway.sock")
+        self.loop = asyncio.get_running_loop()
+        self.host = SessionHost()
+        self.graders = EpisodeGraders(self.host)
+        self.closed = False
+
+    @classmethod
+    async def of(cls, server_manager: Any, tokenizer: Any, chat_template_kwargs: dict[str, Any],
+                 model_name: str) -> EpisodeWorker:
+        """The worker of this server manager in the running loop, started on first use."""
+        worker = getattr(server_manager, _ATTRIBUTE, None)
+        if worker is None or worker.closed or worker.loop is not asyncio.get_running_loop():
+            fmt = ChatFormat(tokenizer, chat_template_kwargs)
+            worker = await cls.start(Gateway(fmt, VerlBackend(server_manager, fmt.stop_ids), model_name=model_name))
+            setattr(server_manager, _ATTRIBUTE, worker)
+        return worker
+
+    @classmethod
+    async def start(cls, gateway: Gateway) -> EpisodeWorker:
+        _remove_stale_socket_dirs()
+        socket_dir = Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-"))
+        socket_dir.chmod(0o755)  # the sandbox's unprivileged uid connects to the socket inside
+        try:
+            served = await serve(gateway, [f"unix:{socket_dir / 'gateway.sock'}", "127.0.0.1:0"])
+        except BaseException:
+            shutil.rmtree(socket_dir, ignore_errors=True)
+            raise
+        return cls(gateway, served, socket_dir)
+
+    @property
+    def http_url(self) -> str:
+        return "http://" + self.served.addresses[1]
+
+    async def aclose(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        await self.served.stop()
+        await self.host.close()
+        shutil.rmtree(self.socket_dir, ignore_errors=True)
+
+
+def _remove_stale_socket_dirs() -> None:
+    for path in Path(tempfile.gettempdir()).glob(f"{_PREFIX}*"):
+        pid = path.name.removeprefix(_PREFIX).split("-")[0]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            shutil.rmtree(path, ignore_errors=True)
