@@ -17,6 +17,9 @@ an isinstance ladder or reads a message's text::
     │   ├── NoCodeFound          a model response holds no program to run (422)
     │   ├── InvalidTask          a repository task row we cannot read (names the field)
     │   ├── EditRejected         a file edit the agent got wrong (no such file, text not found or not unique)
+    │   ├── TooLarge             a file, body or request over a stated cap (413)
+    │   ├── CredentialRejected   a session credential that is not this session's (403)
+    │   │   └── NoCredential     a session route called without any credential (401)
     │   ├── ContextExhausted     no room left in an agent's context or budget (context_length_exceeded)
     │   └── AgentFault           an agent's own doing: graded as an outcome (reward 0), never retried
     │       ├── MalformedDiff    a diff whose file headers cannot be read
@@ -32,6 +35,7 @@ an isinstance ladder or reads a message's text::
     ├── EnvBuildError            a task's environment could not be built
     ├── GatewaySessionError      a gateway request for a closed or aborted session (HTTP 409)
     │   ├── UnknownSession       no session of that id (404)
+    │   │   └── SessionExpired   a session that existed and was closed or reaped (410)
     │   └── SessionTimeout       the session ran past its time budget (408)
     └── ServiceError             talking to a coderl service over HTTP failed (client side)
         └── ServiceUnavailable   connection refused/reset, 429/503/504 after all retries
@@ -92,6 +96,25 @@ class InvalidTask(BadRequest):
 
 class EditRejected(BadRequest):
     """A file-edit request the agent got wrong (no such file, text not found or not unique)."""
+
+
+class TooLarge(BadRequest):
+    """A file, body or output request over a cap the service states in the message."""
+
+    http_status = 413
+
+
+class CredentialRejected(BadRequest):
+    """A credential that does not belong to the session it is used for: one session's token can
+    act on that session only (a sandbox must never reach another episode's sandbox or model calls)."""
+
+    http_status = 403
+
+
+class NoCredential(CredentialRejected):
+    """A per-session route called without the session's credential."""
+
+    http_status = 401
 
 
 class ContextExhausted(BadRequest):
@@ -195,6 +218,13 @@ class SessionTimeout(GatewaySessionError):
     http_status = 408
 
 
+class SessionExpired(UnknownSession):
+    """A session that did exist and is gone: closed, or reaped when its lease ran out (410, so a
+    client can tell "I was too slow" from "I named the wrong session")."""
+
+    http_status = 410
+
+
 class ServiceError(CoderlError):
     """A request to a coderl service failed on the transport or HTTP level."""
 
@@ -223,6 +253,7 @@ __all__ = [
     "ClientDisconnected",
     "CoderlError",
     "ContextExhausted",
+    "CredentialRejected",
     "DeadlineExceeded",
     "DiffUnavailable",
     "EditRejected",
@@ -233,14 +264,17 @@ __all__ = [
     "IsolationUnavailable",
     "MalformedDiff",
     "NoCodeFound",
+    "NoCredential",
     "Overloaded",
     "RepoUnavailable",
     "SandboxError",
     "ServiceError",
     "ServiceUnavailable",
+    "SessionExpired",
     "SessionFailure",
     "SessionTimeout",
     "SlotFailure",
+    "TooLarge",
     "UnknownLanguage",
     "UnknownSession",
     "UnsupportedProblem",

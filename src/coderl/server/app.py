@@ -23,6 +23,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from coderl import __version__
 from coderl.errors import CoderlError
+from coderl.server import compat, native, sessions, swe
 from coderl.server.service import UNISOLATED_WARNING, Service
 from coderl.server.settings import Settings
 
@@ -43,6 +44,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         try:
             yield
         finally:
+            await sessions.shutdown(_app)
             await service.stop()
 
     app = FastAPI(title="coderl sandbox", version=__version__, lifespan=lifespan,
@@ -51,11 +53,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.service = service
     app.add_middleware(Observe, service=service)
     _install_errors(app, service)
-    from coderl.server import compat, native, swe
-
     app.include_router(native.router)
     app.include_router(compat.router)
     app.include_router(swe.router)
+    app.include_router(sessions.router)
     return app
 
 
@@ -135,13 +136,15 @@ def _install_errors(app: FastAPI, service: Service) -> None:
 
     @app.exception_handler(CoderlError)
     async def coderl_error(_request: Request, exc: CoderlError) -> JSONResponse:
-        return _error(exc.http_status, str(exc), service)
+        return _error(exc.http_status, str(exc), service, kind=type(exc).__name__)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
         return _error(exc.status_code, str(exc.detail), service)
 
 
-def _error(status: int, detail: str, service: Service) -> JSONResponse:
+def _error(status: int, detail: str, service: Service, kind: str | None = None) -> JSONResponse:
+    """``kind``: the `coderl.errors` class, so a client raises the same one (errors.from_wire)."""
     headers = {"Retry-After": "1"} if status in (429, 503, 504) else None
-    return JSONResponse({"detail": detail, **service.meta()}, status_code=status, headers=headers)
+    body = {"detail": detail, **({"type": kind} if kind else {}), **service.meta()}
+    return JSONResponse(body, status_code=status, headers=headers)

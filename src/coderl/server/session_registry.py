@@ -1,0 +1,316 @@
+"""What the session service holds: every open remote session with its credential and lease, the
+warm pool, the snapshots and environments of this node, the reaper.
+
+- A session is opened on a task row (its snapshot and environment come from this node's own store
+  and cache, built once per node; a request never names a host path) or on an empty work tree.
+- Each session has a random credential (``token``) that the per-session routes require; one
+  session's token used for another is refused (403), an unknown id is 404, a closed or reaped one
+  410.
+- A lease: every request renews it; a session no request has touched for ``lease_s`` (its client
+  crashed or forgot it) or past its episode budget is reaped: its processes killed, its overlay
+  unmounted, its cgroup removed, its relay socket deleted, so the memory returns to the node.
+- At most ``capacity`` sessions are open (opens in progress included); one more is 429.
+
+Configuration (environment of `coderl serve`): ``CODERL_SESSIONS_MAX`` (512),
+``CODERL_SESSION_LEASE_S`` (120), ``CODERL_SESSION_POOL`` (warm sandboxes per task, 0 = off),
+``CODERL_SESSION_DIR`` (layers and relay sockets; a fresh temporary directory by default), and the
+repository grader's ``CODERL_SWE_REPOS``, ``CODERL_CACHE``, ``CODERL_WHEELHOUSE``,
+``CODERL_SWE_CONCURRENCY``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import hmac
+import logging
+import os
+import secrets
+import shutil
+import tempfile
+import time
+from collections import OrderedDict
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from coderl.cache import default_cache_dir
+from coderl.errors import (
+    BadRequest,
+    CoderlError,
+    CredentialRejected,
+    NoCredential,
+    Overloaded,
+    SessionExpired,
+    UnknownSession,
+)
+from coderl.sandbox.result import ExecResult
+from coderl.sandbox.session import Session, SessionHost, SessionLimits
+from coderl.server.gateway_relay import GatewayRelay
+from coderl.server.session_pool import PoolKey, WarmPool
+from coderl.swe.grader import GradeResult, RepoGrader
+from coderl.swe.harness import SANDBOX_PORT
+from coderl.swe.store import RepoStore, git
+from coderl.swe.task import RepoTask
+
+log = logging.getLogger("coderl.server")
+HORIZON_S = 7 * 86400.0  # a sandbox's own budget: the registry enforces each episode's (pooled ones start early)
+_GONE_KEPT = 10000  # closed ids remembered, to answer 410 rather than 404
+_REAP_EVERY_S = 0.5
+
+Warm = tuple[Session, GatewayRelay]
+
+
+@dataclass(frozen=True)
+class RegistryConfig:
+    root: Path
+    cache: Path
+    repos: Path | None = None
+    find_links: Path | None = None
+    capacity: int = 512
+    lease_s: float = 120.0
+    pool_size: int = 0
+    grade_concurrency: int = 2
+
+    @classmethod
+    def from_env(cls) -> RegistryConfig:
+        env = os.environ
+        root = Path(env["CODERL_SESSION_DIR"]) if env.get("CODERL_SESSION_DIR") else \
+            Path(tempfile.mkdtemp(prefix="coderl-serve-sessions-"))
+        try:
+            return cls(root=root, cache=default_cache_dir(),
+                       repos=Path(env["CODERL_SWE_REPOS"]) if env.get("CODERL_SWE_REPOS") else None,
+                       find_links=Path(env["CODERL_WHEELHOUSE"]) if env.get("CODERL_WHEELHOUSE") else None,
+                       capacity=int(env.get("CODERL_SESSIONS_MAX", "512")),
+                       lease_s=float(env.get("CODERL_SESSION_LEASE_S", "120")),
+                       pool_size=int(env.get("CODERL_SESSION_POOL", "0")),
+                       grade_concurrency=int(env.get("CODERL_SWE_CONCURRENCY", "2")))
+        except ValueError as exc:
+            raise BadRequest(f"session service settings: {exc}") from None
+
+
+@dataclass
+class Lease:
+    """One open remote session. ``limits`` are the episode's as asked; ``deadline`` its budget's end."""
+
+    id: str
+    token: str
+    session: Session
+    relay: GatewayRelay
+    task: RepoTask | None
+    limits: SessionLimits
+    env: dict[str, str]
+    deadline: float
+    lease_s: float
+    expires: float
+    warm: bool
+    started_s: float
+    busy: int = 0
+
+    @property
+    def remaining_s(self) -> float:
+        return max(0.0, self.deadline - time.monotonic())
+
+    def renew(self) -> None:
+        self.expires = time.monotonic() + self.lease_s
+
+    def describe(self) -> dict[str, Any]:
+        return {"id": self.id, "warm": self.warm, "started_ms": round(1000 * self.started_s, 2),
+                "remaining_s": round(self.remaining_s, 3), "lease_s": self.lease_s,
+                "limits": dataclasses.asdict(self.limits)}
+
+
+class SessionRegistry:
+    def __init__(self, config: RegistryConfig) -> None:
+        self.config = config
+        self.host = SessionHost(base_dir=config.root / "layers")
+        self.relays_dir = config.root / "relays"
+        self.store = RepoStore(config.repos, config.cache) if config.repos else None
+        self.grader = None if self.store is None else RepoGrader(
+            self.host, self.store, env_cache=config.cache, find_links=config.find_links,
+            concurrency=config.grade_concurrency)
+        self.http = httpx.AsyncClient(timeout=httpx.Timeout(3600.0, connect=10.0),
+                                      limits=httpx.Limits(max_connections=None, max_keepalive_connections=64))
+        self.pool: WarmPool[Warm] = WarmPool(self._start, self._discard, size=config.pool_size)
+        self.leases: dict[str, Lease] = {}
+        self.gone: OrderedDict[str, str] = OrderedDict()
+        self.reaped = 0
+        self._opening = 0
+        self._prepared: dict[tuple[str, str, tuple, tuple], tuple[Path, Path]] = {}
+        self._empty = config.root / "empty"
+        self._reaper: asyncio.Task[None] | None = None
+
+    # ------------------------------------------------------------------ life
+    async def start(self) -> None:
+        self.host.start()
+        for d in (self.config.root, self.relays_dir):
+            d.mkdir(parents=True, exist_ok=True)
+            d.chmod(0o755)  # the sandbox's uid reaches its relay socket through these
+        if not (self._empty / ".git").is_dir():
+            await asyncio.to_thread(_empty_repo, self._empty)
+        self._reaper = asyncio.ensure_future(self._reap_forever())
+
+    async def shutdown(self) -> None:
+        if self._reaper is not None:
+            self._reaper.cancel()
+            await asyncio.gather(self._reaper, return_exceptions=True)
+        for lease in list(self.leases.values()):
+            await self.close(lease, "the service stopped")
+        await self.pool.close()
+        await self.host.close()
+        await self.http.aclose()
+        shutil.rmtree(self.relays_dir, ignore_errors=True)
+
+    # ------------------------------------------------------------------ sessions
+    async def open(self, task_row: dict[str, Any] | None, limits: SessionLimits, *, env: dict[str, str],
+                   gateway: tuple[str, str] | None, lease_s: float | None) -> Lease:
+        """A session on the task's snapshot (or an empty work tree), warm from the pool when one is
+        ready. ``gateway``: (the gateway's URL, this session's credential there)."""
+        if len(self.leases) + self._opening >= self.config.capacity:
+            raise Overloaded(f"session capacity full ({len(self.leases)} open, {self._opening} opening, of "
+                             f"{self.config.capacity}); close sessions or retry")
+        self._opening += 1
+        try:
+            t0 = time.monotonic()
+            task = None if task_row is None else RepoTask.from_row(task_row)
+            snapshot, env_dir = await self._prepare(task)
+            key = PoolKey(snapshot, env_dir, dataclasses.replace(limits, episode_s=HORIZON_S))
+            warm = self.pool.take(key)
+            session, relay = warm or await self._start(key)
+            if gateway is not None:
+                relay.attach(*gateway)
+            now = time.monotonic()
+            lease = Lease(id="s-" + secrets.token_hex(12), token=secrets.token_urlsafe(24), session=session,
+                          relay=relay, task=task, limits=limits, env=env, deadline=now + limits.episode_s,
+                          lease_s=lease_s or self.config.lease_s, expires=0.0, warm=warm is not None,
+                          started_s=now - t0)
+            lease.renew()
+            self.leases[lease.id] = lease
+            return lease
+        finally:
+            self._opening -= 1
+
+    def warm(self, task_row: dict[str, Any] | None, limits: SessionLimits) -> asyncio.Future[None]:
+        """Ask the pool to keep sandboxes of this task ready (the snapshot and environment are
+        built first, in the background)."""
+        async def prepare_then_want() -> None:
+            task = None if task_row is None else RepoTask.from_row(task_row)
+            snapshot, env_dir = await self._prepare(task)
+            self.pool.want(PoolKey(snapshot, env_dir, dataclasses.replace(limits, episode_s=HORIZON_S)))
+
+        return asyncio.ensure_future(prepare_then_want())
+
+    def get(self, sid: str, token: str | None) -> Lease:
+        lease = self.leases.get(sid)
+        if lease is None:
+            if sid in self.gone:
+                raise SessionExpired(f"session {sid} is gone: {self.gone[sid]}")
+            raise UnknownSession(f"no session {sid} on this service")
+        if not token:
+            raise NoCredential(f"session {sid}: send its token as 'Authorization: Bearer <token>'")
+        if not hmac.compare_digest(token.encode(), lease.token.encode()):
+            raise CredentialRejected(f"session {sid}: the token is not this session's")
+        return lease
+
+    @contextlib.asynccontextmanager
+    async def use(self, sid: str, token: str | None) -> AsyncIterator[Lease]:
+        """The lease, held busy (never reaped) while the request runs and renewed at both ends."""
+        lease = self.get(sid, token)
+        lease.busy += 1
+        lease.renew()
+        try:
+            yield lease
+        finally:
+            lease.busy -= 1
+            lease.renew()
+
+    async def exec(self, lease: Lease, cmd: str, *, timeout_s: float | None, cwd: str, stdin: bytes,
+                   env: dict[str, str]) -> ExecResult:
+        """The command under the episode's budget (the sandbox's own may be longer: pooled ones
+        were started before the episode)."""
+        remaining = lease.remaining_s
+        if remaining <= 0:
+            return ExecResult.of_command(exit_code=None, signal=None, timed_out=True,
+                                         stderr="the episode's time budget is spent")
+        return await lease.session.exec(cmd, timeout_s=min(timeout_s or lease.limits.exec_s, remaining), cwd=cwd,
+                                        stdin=stdin, env={**lease.env, **env})
+
+    async def grade(self, lease: Lease) -> tuple[str, GradeResult]:
+        """The session's diff (``finish``), graded against its task in a fresh sandbox."""
+        if lease.task is None:
+            raise BadRequest(f"session {lease.id} was opened without a task: there is nothing to grade against")
+        assert self.grader is not None
+        diff = await lease.session.finish()
+        return diff, await self.grader.grade(lease.task, diff)
+
+    async def close(self, lease: Lease, reason: str = "closed by its client") -> None:
+        if self.leases.pop(lease.id, None) is None:
+            return
+        self.gone[lease.id] = reason
+        while len(self.gone) > _GONE_KEPT:
+            self.gone.popitem(last=False)
+        await self._discard((lease.session, lease.relay))
+
+    def stats(self) -> dict[str, Any]:
+        return {"open": len(self.leases), "opening": self._opening, "capacity": self.config.capacity,
+                "lease_s": self.config.lease_s, "reaped": self.reaped, "pool": self.pool.stats(),
+                "grades_tasks": self.store is not None}
+
+    # ------------------------------------------------------------------ internals
+    async def _prepare(self, task: RepoTask | None) -> tuple[Path, Path | None]:
+        if task is None:
+            return self._empty, None
+        if self.grader is None:
+            raise BadRequest("this service opens no repository tasks: start it with CODERL_SWE_REPOS set to a "
+                             "directory of git mirrors or tarballs")
+        key = (task.repo, task.base_commit, task.env.requirements, task.env.pythonpath)
+        if key not in self._prepared:
+            self._prepared[key] = await self.grader.prepare(task)
+        return self._prepared[key]
+
+    async def _start(self, key: PoolKey) -> Warm:
+        relay = GatewayRelay(self.relays_dir / f"{secrets.token_hex(8)}.sock", self.http)
+        await relay.start()
+        try:
+            session = await self.host.open(key.snapshot, limits=key.limits, env_dir=key.env_dir,
+                                           gateway_socket=str(relay.path), gateway_port=SANDBOX_PORT)
+        except BaseException:
+            await relay.close()
+            raise
+        return session, relay
+
+    async def _discard(self, warm: Warm) -> None:
+        session, relay = warm
+        try:
+            await session.close()
+        finally:
+            await relay.close()
+
+    async def _reap_forever(self) -> None:
+        while True:
+            await asyncio.sleep(_REAP_EVERY_S)
+            now = time.monotonic()
+            for lease in list(self.leases.values()):
+                if lease.busy:
+                    continue
+                why = (f"its lease expired (no request for {lease.lease_s:g} s)" if now > lease.expires
+                       else "its episode budget is spent" if now > lease.deadline + lease.lease_s else None)
+                if why is not None:
+                    try:
+                        await self.close(lease, f"reaped: {why}")
+                        self.reaped += 1
+                    except CoderlError as exc:  # keep reaping the others
+                        log.warning("reaping session %s: %s", lease.id, exc)
+
+
+def _empty_repo(path: Path) -> None:
+    """An empty work tree with one commit, for a session without a task (a code problem)."""
+    path.mkdir(parents=True, exist_ok=True)
+    git("init", "-q", str(path))
+    (path / ".gitkeep").write_text("")
+    git("add", "-A", cwd=path)
+    git("commit", "-q", "-m", "empty", cwd=path)
