@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from coderl.argtypes import fraction, positive_int
+from coderl.argtypes import fraction, positive_float, positive_int
 
 EVAL_KINDS = ("humaneval", "mbpp", "code_contests", "taco", "apps")
 
@@ -59,6 +59,29 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     swe.add_argument("--split", help="with --source builtin: train or heldout, that split's tasks only "
                                      "(each task.json's `split`; default: all)")
     swe.set_defaults(func=_swe)
+    gold = sub.add_parser("swe-sft", help="gold episodes of the stock harness (mini-swe-agent) through the gateway "
+                                          "-> verl multi-turn SFT parquet in the harness's own turn format",
+                          description="Run the agent-loop YAML's harness in a session sandbox per task and variant, "
+                                      "its model a script that applies the gold patch and submits; keep the gateway's "
+                                      "record of each episode that resolves the task as one `messages` row. "
+                                      "report.json holds the episodes' token counts.")
+    gold.add_argument("--tasks", required=True, help="builtin (coderl's own set) or a tasks.jsonl with --repos")
+    gold.add_argument("--repos", help="directory of git mirrors or tarballs (not needed with --tasks builtin)")
+    gold.add_argument("--split", help="with --tasks builtin: train or heldout (SFT rows belong to train)")
+    gold.add_argument("--out", required=True, help="output directory (train.parquet, validation.parquet, report.json)")
+    gold.add_argument("--variants", type=positive_int, default=4, help="episodes per task, each with other "
+                                                                      "commands or wording (default 4)")
+    gold.add_argument("--tokenizer", help="the model's tokenizer dir: its chat template renders the turns "
+                                          "(default: the offline Qwen tokenizer)")
+    gold.add_argument("--agent-loops", help="agent-loop YAML whose coderl_gateway_agent harness is recorded "
+                                            "(default: tool_config/agent_loop.yaml, the one RL runs)")
+    gold.add_argument("--cache", help="snapshots and environments (default: $CODERL_CACHE or ~/.cache/coderl)")
+    gold.add_argument("--val-fraction", type=fraction, default=0.1, help="in [0, 1)")
+    gold.add_argument("--seed", type=int, default=42)
+    gold.add_argument("--concurrency", type=positive_int, default=2, help="episodes at once (default 2)")
+    gold.add_argument("--timeout", type=positive_float, default=300.0, help="seconds per episode (default 300)")
+    gold.add_argument("--limit", type=positive_int, help="the first N tasks only")
+    gold.set_defaults(func=_swe_sft)
     for kind in EVAL_KINDS:
         p = sub.add_parser(kind, help=f"{kind} -> RL parquet (test.parquet) or eval problems (problems.jsonl)")
         common(p, source_required=kind != "humaneval")
@@ -92,6 +115,21 @@ def _swe(args: argparse.Namespace) -> int:
     print(build_swe(args.source, args.out, repos_dir=args.repos, cache_dir=args.cache or default_cache_dir(),
                     build_envs=args.build_envs, find_links=args.find_links, limit=args.limit,
                     val_fraction=args.val_fraction, seed=args.seed, split=args.split).summary())
+    return 0
+
+
+def _swe_sft(args: argparse.Namespace) -> int:
+    from coderl.cache import default_cache_dir
+    from coderl.data.swe_sft import build_swe_sft
+
+    report, tokens = build_swe_sft(args.tasks, args.out, repos=args.repos, split=args.split, variants=args.variants,
+                                   tokenizer_path=args.tokenizer, agent_loops=args.agent_loops,
+                                   cache_dir=args.cache or default_cache_dir(), val_fraction=args.val_fraction,
+                                   seed=args.seed, concurrency=args.concurrency, timeout_s=args.timeout,
+                                   limit=args.limit)
+    print(report.summary())
+    for name, v in tokens.items():
+        print(f"  {name}: max {v['max']}, mean {v['mean']}, min {v['min']}")
     return 0
 
 
