@@ -23,7 +23,9 @@ class LocalCluster:
     cluster: Any
     sandbox_nodes: list[Any] = field(default_factory=list)
 
-    def add_sandbox_node(self, capacity: float, num_cpus: int = 1) -> Any:
+    def add_sandbox_node(self, capacity: float, num_cpus: int = 0) -> Any:
+        """A sandbox node as docs/deploy.md starts one: its capacity in ``coderl_sandbox`` and no
+        CPUs for Ray to hand to anything else (the replicas ask for none)."""
         node = self.cluster.add_node(num_cpus=num_cpus, resources={SANDBOX_RESOURCE: capacity},
                                      include_dashboard=False)
         self.sandbox_nodes.append(node)
@@ -78,3 +80,30 @@ def _workers_of(node: Any) -> list[int]:
             if int(fh.read().rsplit(")", 1)[1].split()[1]) == raylet:
                 children.append(int(entry))
     return children
+
+
+def free_port_range(host: str, count: int) -> int:
+    """The first of ``count`` consecutive ports free on ``host`` at the moment of asking (the
+    replicas bind the first free one of their range themselves, so a port taken meanwhile only
+    moves a replica up the range)."""
+    import socket
+
+    for _ in range(100):
+        with socket.socket() as probe:
+            probe.bind((host, 0))
+            base = probe.getsockname()[1]
+        if base + count > 65535:
+            continue
+        held: list[socket.socket] = []
+        try:
+            for port in range(base, base + count):
+                sock = socket.socket()
+                held.append(sock)
+                sock.bind((host, port))
+            return base
+        except OSError:
+            continue
+        finally:
+            for sock in held:
+                sock.close()
+    raise AssertionError(f"no {count} consecutive free ports on {host} in 100 tries")

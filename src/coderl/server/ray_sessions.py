@@ -28,11 +28,14 @@ renames into place; flock is not reliable on network file systems, so the cache 
 from __future__ import annotations
 
 import errno
+import itertools
 import os
 import socket
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from coderl.errors import BadRequest, ServiceUnavailable
@@ -95,7 +98,13 @@ class ReplicaServer:
         self.node_ip = get_node_ip_address()
         bind_host = self.node_ip if settings.host in ("127.0.0.1", "localhost") else settings.host
         sock = bind_first_free(bind_host, port_base, ports)
-        self.address = f"http://{self.node_ip}:{sock.getsockname()[1]}"
+        port = sock.getsockname()[1]
+        self.address = f"http://{self.node_ip}:{port}"
+        # Its layers and relays under a directory named by its port: no two live replicas of a node
+        # share it, and a replica restarted on its node (same port) unmounts what its killed
+        # predecessor left (SessionHost.start removes the layers of dead processes).
+        base = Path(os.environ.get("CODERL_SESSION_DIR") or tempfile.gettempdir())
+        os.environ["CODERL_SESSION_DIR"] = str(base / f"coderl-replica-{port}")
         config = uvicorn.Config(create_app(settings), log_level=settings.log_level, access_log=False,
                                 timeout_graceful_shutdown=5)
         self._server = uvicorn.Server(config)
@@ -110,6 +119,12 @@ class ReplicaServer:
 
     def url(self) -> str:
         return self.address
+
+    def stop(self, timeout_s: float = 60.0) -> None:
+        """Stop serving: uvicorn's shutdown runs the app's lifespan end, which closes every session
+        (processes, overlays, cgroups), so a fleet stopped on purpose leaves nothing mounted."""
+        self._server.should_exit = True
+        self._thread.join(timeout_s)
 
     def where(self) -> dict[str, Any]:
         """The replica's URL, node and process (what a test or an operator checks placement with)."""
@@ -139,9 +154,11 @@ class SessionFleet:
         options = {"resources": {SANDBOX_RESOURCE: p.episodes_per_replica}, "num_cpus": 0, "max_restarts": -1,
                    "max_task_retries": 0, "max_concurrency": 4, "scheduling_strategy": "SPREAD",
                    "namespace": NAMESPACE}
+        # a replica holds as many sessions as the capacity it took (past it: 429, the next replica)
+        env = {"CODERL_SESSIONS_MAX": str(max(1, int(p.episodes_per_replica))), **p.env}
         remote = ray.remote(ReplicaServer)
         self.actors = [remote.options(name=f"{ACTOR_PREFIX}{i}", **options).remote(self.settings, p.port_base,
-                                                                                   p.ports, p.env)
+                                                                                   p.ports, env)
                        for i in range(p.replicas)]
 
     def replicas(self, timeout_s: float = 5.0) -> list[dict[str, Any]]:
@@ -174,12 +191,53 @@ class SessionFleet:
         raise ServiceUnavailable(f"{len(urls)} of {len(self.actors)} session replicas answered within "
                                  f"{timeout_s:g} s: is there {SANDBOX_RESOURCE} capacity for all of them?")
 
-    def stop(self) -> None:
+    def stop(self, timeout_s: float = 90.0) -> None:
+        """Each replica stopped gracefully (its sessions closed), then its actor ended; a replica
+        that cannot answer (its node gone) is only ended."""
         import ray
 
+        stopping = [actor.stop.remote() for actor in self.actors]
+        ray.wait(stopping, num_returns=len(stopping), timeout=timeout_s)
         for actor in self.actors:
             ray.kill(actor, no_restart=True)
         self.actors = []
+
+
+class ReplicaSessions:
+    """The trainer's side of a replica list: each session is opened on the next replica in turn,
+    past any that refuses (its node lost, or full: `ServiceUnavailable` after ``open_retries``), and
+    every later call of that session goes to the replica that opened it (`RemoteSession`: a
+    session's state lives in one process). ``replica_of`` maps a session id to its replica's URL."""
+
+    def __init__(self, urls: list[str], *, open_retries: int = 1, timeout_s: float = 120.0) -> None:
+        from coderl.client import SessionService
+
+        if not urls:
+            raise BadRequest("no session replica URLs given")
+        self.services = [SessionService(url, timeout_s=timeout_s) for url in urls]
+        for service in self.services:  # a dead replica costs one retry, not the client's default four
+            service.client.retries = open_retries
+        self.replica_of: dict[str, str] = {}
+        self._next = itertools.count()
+
+    async def open(self, task: dict[str, Any] | None = None, **options: Any) -> Any:
+        """A `RemoteSession` (``options`` as `SessionService.open`: limits, env, gateway, lease_s)."""
+        first = next(self._next)
+        refused = []
+        for k in range(len(self.services)):
+            service = self.services[(first + k) % len(self.services)]
+            try:
+                session = await service.open(task, **options)
+            except ServiceUnavailable as exc:
+                refused.append(f"{service.url}: {exc}")
+                continue
+            self.replica_of[session.id] = service.url
+            return session
+        raise ServiceUnavailable(f"no session replica opened a session: {'; '.join(refused)}"[:2000])
+
+    async def aclose(self) -> None:
+        for service in self.services:
+            await service.aclose()
 
 
 def deploy_sessions(settings: Settings, *, episodes_per_replica: float, replicas: int | None = None) -> int:
