@@ -17,6 +17,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from coderl.swe.grade_status import GradeStatus
+
 HOSTILE = {
     "early exit os._exit(0)": "import os\nos._exit(0)",
     "fork bomb": "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass",
@@ -118,9 +120,10 @@ def _repo_sets(tasks: list[dict[str, Any]]) -> list[tuple[str, str, list[dict[st
             ("Repository tasks, empty patch", "rejected", [{"task": t, "patch": ""} for t in tasks])]
 
 
-_GRADE_VERDICT = {"resolved": "accepted", "unresolved": "wrong_answer", "tampered": "wrong_answer",
-                  "apply_failed": "compile_error",
-                  "sandbox_error": "sandbox_error"}
+# The report's table counts judge verdicts; a repository grade is shown as the verdict it compares to.
+_GRADE_VERDICT = {GradeStatus.RESOLVED: "accepted", GradeStatus.UNRESOLVED: "wrong_answer",
+                  GradeStatus.TAMPERED: "wrong_answer", GradeStatus.APPLY_FAILED: "compile_error",
+                  GradeStatus.SANDBOX_ERROR: "sandbox_error"}
 
 
 def _humaneval() -> list[dict[str, Any]]:

@@ -29,6 +29,7 @@ from tqdm import tqdm
 from coderl.data.common import read_rows
 from coderl.errors import BadRequest
 from coderl.sandbox.session import SessionHost
+from coderl.swe.grade_status import GradeStatus
 from coderl.swe.grader import RepoGrader
 from coderl.swe.store import RepoStore
 from coderl.swe.task import RepoTask
@@ -100,7 +101,7 @@ async def evaluate_swe(cfg: SweEvalConfig) -> dict[str, Any]:
     out = Path(cfg.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     results_path = out / "results.jsonl"
-    done = {r["instance_id"]: r for r in _records(results_path) if r.get("status") != "sandbox_error"}
+    done = {r["instance_id"]: r for r in _records(results_path) if r.get("status") != GradeStatus.SANDBOX_ERROR}
     todo = [t for t in tasks if t.instance_id not in done]
     store = RepoStore(repos, cfg.cache_dir)
     bar = tqdm(total=len(tasks), initial=len(tasks) - len(todo), desc="swe", unit=" tasks")
@@ -124,7 +125,8 @@ async def evaluate_swe(cfg: SweEvalConfig) -> dict[str, Any]:
                     assert grader is not None
                     diff, extra = await _run_agent(cfg, grader, task)
                 if diff is None:
-                    record = {"instance_id": task.instance_id, "status": "no_patch", "reward": 0.0, "resolved": False}
+                    record = {"instance_id": task.instance_id, "status": GradeStatus.NO_PATCH,
+                              "reward": GradeStatus.NO_PATCH.reward, "resolved": False}
                 elif client is not None:
                     (record,) = await client.grade_swe([{"task": task.to_row(), "patch": diff}])
                 else:
@@ -168,9 +170,9 @@ async def _run_agent(cfg: SweEvalConfig, grader: RepoGrader, task: RepoTask) -> 
 
 def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
     statuses = Counter(r.get("status", "error") for r in records)
-    errors = statuses.get("sandbox_error", 0) + sum(1 for r in records if "error" in r and "status" not in r)
+    errors = statuses.get(GradeStatus.SANDBOX_ERROR, 0) + sum(1 for r in records if "error" in r and "status" not in r)
     scored = len(records) - errors
-    resolved = statuses.get("resolved", 0)
+    resolved = statuses.get(GradeStatus.RESOLVED, 0)
     return {"tasks": len(records), "resolved": resolved, "sandbox_errors": errors,
             "resolved_rate": resolved / scored if scored else None, "statuses": dict(statuses),
             "tests_touched": sum(1 for r in records if r.get("tests_touched"))}

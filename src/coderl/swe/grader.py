@@ -17,7 +17,7 @@ Steps (as the SWE-bench harness, on our sandbox instead of Docker):
    which stays in the result for people. Reward 1 only when every FAIL_TO_PASS and PASS_TO_PASS
    test passed and the records are consistent.
 
-Outcomes are kept apart by who is at fault: ``resolved`` / ``unresolved`` (tests ran; reward 1/0),
+Outcomes (`GradeStatus`) are kept apart by who is at fault: ``resolved`` / ``unresolved`` (tests ran; reward 1/0),
 ``tampered`` (the run's records are inconsistent in a way only a patch working against the grader
 makes them: a forged record, a report that disagrees with the call, a changed test module,
 conftest or plugin, a replaced pytest function, an exit status that disagrees with the failures;
@@ -40,13 +40,13 @@ from coderl.cache import default_cache_dir
 from coderl.errors import SandboxError
 from coderl.sandbox.session import Session, SessionHost, SessionLimits
 from coderl.swe.environment import EnvBuildError, build_env
+from coderl.swe.grade_status import GradeStatus
 from coderl.swe.grading_run import INSIDE_DIR, base_tree, launch, locate_config, test_files
 from coderl.swe.patch import MalformedDiff, without_files
 from coderl.swe.store import RepoStore, RepoUnavailable
 from coderl.swe.task import InvalidTask, RepoTask
 from coderl.swe.verdicts import decide
 
-GRADE_STATUSES = ("resolved", "unresolved", "tampered", "apply_failed", "sandbox_error")
 # 16 MiB per stream: the reporter's records take about 1 KiB per FAIL_TO_PASS / PASS_TO_PASS test,
 # so some 15,000 fit (a run whose records are cut is unresolved, never scored on part of them)
 DEFAULT_GRADE_LIMITS = SessionLimits(episode_s=900.0, exec_s=600.0, memory_mb=4096, max_processes=512,
@@ -60,7 +60,7 @@ class GradeResult:
     run is ``tampered``."""
 
     instance_id: str
-    status: str
+    status: GradeStatus
     reward: float | None
     fail_to_pass: dict[str, str] = field(default_factory=dict)
     pass_to_pass: dict[str, str] = field(default_factory=dict)
@@ -72,7 +72,7 @@ class GradeResult:
 
     @property
     def resolved(self) -> bool:
-        return self.status == "resolved"
+        return self.status == GradeStatus.RESOLVED
 
     def to_dict(self) -> dict:
         return {**self.__dict__, "resolved": self.resolved}
@@ -109,31 +109,30 @@ class RepoGrader:
         return GradeResult(**{**result.__dict__, "wall_s": round(time.monotonic() - t0, 3)})
 
     async def _grade(self, task: RepoTask, diff: str) -> GradeResult:
-        def outcome(status: str, message: str = "", **kw: object) -> GradeResult:
-            reward = {"resolved": 1.0, "sandbox_error": None}.get(status, 0.0)
-            return GradeResult(instance_id=task.instance_id, status=status, reward=reward, message=message, **kw)
+        def outcome(status: GradeStatus, message: str = "", **kw: object) -> GradeResult:
+            return GradeResult(instance_id=task.instance_id, status=status, reward=status.reward, message=message, **kw)
 
         try:
             kept, touched = without_files(diff, task.protected_files)
         except MalformedDiff as exc:
-            return outcome("apply_failed", f"unreadable diff: {exc}")
+            return outcome(GradeStatus.APPLY_FAILED, f"unreadable diff: {exc}")
         try:
             snapshot, env = await self.prepare(task)
             rootdir, inifile = await asyncio.to_thread(locate_config, env, snapshot, tuple(test_files(task)))
             base = await asyncio.to_thread(base_tree, snapshot)
             command, spec = launch(task, env, rootdir, inifile)
         except (RepoUnavailable, EnvBuildError, InvalidTask) as exc:
-            return outcome("sandbox_error", str(exc), tests_touched=touched)
+            return outcome(GradeStatus.SANDBOX_ERROR, str(exc), tests_touched=touched)
         async with self._gate:
             try:
                 session = await self.host.open(snapshot, env_dir=env, limits=self.limits, ro_binds=[str(INSIDE_DIR)])
             except SandboxError as exc:
-                return outcome("sandbox_error", str(exc), tests_touched=touched)
+                return outcome(GradeStatus.SANDBOX_ERROR, str(exc), tests_touched=touched)
             try:
                 restore = sorted({*touched, *([inifile] if inifile else [])})
                 return await self._run(task, session, kept, touched, restore, (command, spec, base), outcome)
             except SandboxError as exc:
-                return outcome("sandbox_error", str(exc), tests_touched=touched)
+                return outcome(GradeStatus.SANDBOX_ERROR, str(exc), tests_touched=touched)
             finally:
                 await session.close()
 
@@ -142,7 +141,7 @@ class RepoGrader:
         if kept.strip():
             error = await _apply(session, kept, "/tmp/agent.patch")
             if error:
-                return outcome("apply_failed", f"the diff does not apply: {error}", tests_touched=touched)
+                return outcome(GradeStatus.APPLY_FAILED, f"the diff does not apply: {error}", tests_touched=touched)
         if restore:  # whatever route the diff took to them, these files are the base commit's again
             paths = " ".join(shlex.quote(p) for p in restore)
             await session.exec(f'for f in {paths}; do git checkout -q HEAD -- "$f" 2>/dev/null || rm -rf -- "$f"; done',
@@ -150,7 +149,7 @@ class RepoGrader:
         if task.test_patch.strip():
             error = await _apply(session, task.test_patch, "/tmp/test.patch")
             if error:
-                return outcome("sandbox_error", f"the task's test patch does not apply: {error}",
+                return outcome(GradeStatus.SANDBOX_ERROR, f"the task's test patch does not apply: {error}",
                                tests_touched=touched)
         command, spec, base = launcher
         run = await session.exec(command, timeout_s=self.limits.exec_s, stdin=json.dumps(spec).encode())
@@ -189,8 +188,8 @@ class EpisodeGraders:
         try:
             task = RepoTask.from_row(json.loads(extra_info["task"]))
         except (KeyError, TypeError, ValueError, InvalidTask) as exc:
-            return GradeResult(instance_id=str(extra_info.get("instance_id", "")), status="sandbox_error",
-                               reward=None, message=f"the row carries no readable task: {exc}")
+            return GradeResult(instance_id=str(extra_info.get("instance_id", "")), status=GradeStatus.SANDBOX_ERROR,
+                               reward=GradeStatus.SANDBOX_ERROR.reward, message=f"the row carries no readable task: {exc}")
         key = (str(extra_info.get("repos_dir", "")), str(extra_info.get("cache_dir", "")))
         if key not in self._graders:
             cache = Path(key[1]) if key[1] else default_cache_dir()

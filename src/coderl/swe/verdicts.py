@@ -1,5 +1,5 @@
 """Reading a grading run back: per-test verdicts from the reporter's records, cross-checked, and the
-run's status (``resolved``, ``unresolved``, ``tampered``).
+run's `GradeStatus` (``resolved``, ``unresolved``, ``tampered``; ``sandbox_error`` when pytest never started).
 
 The input is what the launcher's supervisor wrote on the command's stdout (``E`` the protected files'
 blob ids before the run, ``R`` the reporter's records, ``X`` the test process's real exit status)
@@ -29,6 +29,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from coderl.sandbox.session import ExecResult
+from coderl.swe.grade_status import GradeStatus
 from coderl.swe.pytest_inside.launcher import EXIT_LAUNCHER, EXIT_NO_RUNNER
 
 PASSING = frozenset({"PASSED", "XPASS"})
@@ -38,7 +39,7 @@ _PYTEST_EXITS = {2: "pytest was interrupted (a collection error, or the run was 
 
 @dataclass
 class RunVerdicts:
-    status: str  # resolved | unresolved | tampered | sandbox_error
+    status: GradeStatus  # resolved, unresolved, tampered or sandbox_error
     fail_to_pass: dict[str, str] = field(default_factory=dict)
     pass_to_pass: dict[str, str] = field(default_factory=dict)
     findings: list[str] = field(default_factory=list)
@@ -100,22 +101,22 @@ def decide(run: ExecResult, nonce: str, fail_to_pass: tuple[str, ...], pass_to_p
     started = bool(kinds["start"])
     if stream.exit is not None and not started and not stream.findings and \
             stream.exit.get("exit_code") in (EXIT_NO_RUNNER, EXIT_LAUNCHER):
-        return RunVerdicts("sandbox_error", message="the grading run could not start pytest: "
-                                                    + run.stderr.strip()[-300:])
+        return RunVerdicts(GradeStatus.SANDBOX_ERROR, message="the grading run could not start pytest: "
+                                                              + run.stderr.strip()[-300:])
     per_test = _per_test(kinds)
     f2p = {t: per_test.get(t, ("missing", False))[0] for t in fail_to_pass}
     p2p = {t: per_test.get(t, ("missing", False))[0] for t in pass_to_pass}
     cut = _cut_short(run)
     if cut:  # the records may end in the middle of a line: what they hold is not judged
-        return RunVerdicts("unresolved", f2p, p2p, message=cut)
+        return RunVerdicts(GradeStatus.UNRESOLVED, f2p, p2p, message=cut)
     findings = [*stream.findings, *_consistency(kinds), *_files(kinds, stream.protected or {}, base)]
     why = _incomplete(stream, kinds, findings)
     if findings:
-        return RunVerdicts("tampered", f2p, p2p, findings, "; ".join(findings)[:1000])
+        return RunVerdicts(GradeStatus.TAMPERED, f2p, p2p, findings, "; ".join(findings)[:1000])
     if why:
-        return RunVerdicts("unresolved", f2p, p2p, message=why)
+        return RunVerdicts(GradeStatus.UNRESOLVED, f2p, p2p, message=why)
     resolved = all(per_test.get(t, ("missing", False))[1] for t in (*fail_to_pass, *pass_to_pass))
-    return RunVerdicts("resolved" if resolved else "unresolved", f2p, p2p)
+    return RunVerdicts(GradeStatus.RESOLVED if resolved else GradeStatus.UNRESOLVED, f2p, p2p)
 
 
 def _per_test(kinds: dict) -> dict[str, tuple[str, bool]]:
