@@ -117,7 +117,8 @@ def test_eval_swe_with_a_harness_through_the_gateway(task_set, tmp_path):
         assert run.returncode == 0, run.stderr
         (record,) = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
         assert (record["status"], record["agent_exit_code"]) == ("resolved", 0), record
-        assert "merged[-1][1]" in record["patch"]
+        added = [line for line in tasks[0].gold_patch.splitlines() if line.startswith("+") and line[1:2] != "+"]
+        assert added and all(line in record["patch"].splitlines() for line in added), record["patch"]
     finally:
         os.killpg(gateway.pid, 15)
         gateway.wait(30)
