@@ -8,6 +8,9 @@ SMOKE_VENV="${SMOKE_VENV:-$CODERL_ROOT/.smoke-venv}"
 export PYTHON="$SMOKE_VENV/bin/python"
 export PATH="$SMOKE_VENV/bin:$PATH"
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false WANDB_MODE=disabled
+# Ray of its own: with ray.init()'s default address, verl joins whatever cluster another job on this
+# machine started last (/tmp/ray/ray_current_cluster), which then refuses the num_cpus/num_gpus below.
+export RAY_ADDRESS=local
 
 # The device. common.sh's detection knows cuda and npu only; one "device" is the host CPU.
 export DEVICE=cpu N_GPUS=1
