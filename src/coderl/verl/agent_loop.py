@@ -1,9 +1,11 @@
 """verl 0.9.1 agent loop that trains an unmodified agent harness through the interception gateway.
 
-Registered two supported ways (no patch): the ``@register("coderl_gateway_agent")`` decorator
-(once this module is imported) and, for Ray workers that never import it, the agent-loop YAML
+Registered two supported ways (no patch): verl's ``register("coderl_gateway_agent")`` (once this
+module is imported) and, for Ray workers that never import it, the agent-loop YAML
 ``tool_config/agent_loop.yaml`` named by ``actor_rollout_ref.rollout.agent.agent_loop_config_path``
-(its entry's extra keys are this class's options). A row picks it with ``agent_name``.
+(its entry's extra keys are this class's options). A row picks it with ``agent_name``. The YAML's
+entry wins: verl's worker loads it into the registry before its first episode imports this module,
+so the import registers the class only under a name the registry does not hold yet.
 
 Per sample: open a gateway session whose sampling parameters are verl's (the harness's own are
 ignored) and whose budget is verl's prompt/response lengths; run the harness (`harness`), in a
@@ -41,7 +43,13 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput, register
+from verl.experimental.agent_loop.agent_loop import (
+    AgentLoopBase,
+    AgentLoopMetrics,
+    AgentLoopOutput,
+    _agent_loop_registry,
+    register,
+)
 
 from coderl.errors import CoderlError
 from coderl.gateway.chat import ChatFormat
@@ -51,8 +59,8 @@ from coderl.swe.harness import HarnessResult, run_in_sandbox, run_on_host
 from coderl.verl.episode_worker import EpisodeWorker
 
 logger = logging.getLogger(__name__)
+AGENT_NAME = "coderl_gateway_agent"
 
-@register("coderl_gateway_agent")
 class GatewayAgentLoop(AgentLoopBase):
     def __init__(self, *args: Any, command: str = "", placement: str = "sandbox", timeout_s: float = 600.0,
                  score: str = "code", score_kwargs: dict | None = None, harness_binds: list[str] | None = None,
@@ -171,6 +179,12 @@ class GatewayAgentLoop(AgentLoopBase):
                                   **{**self.score_kwargs, "record_dir": ""})  # the episode's record has it
         return float(out["score"]), {"verdict": out.get("verdict", ""), "acc": out.get("acc", 0.0),
                                      "sandbox_error": int(out.get("sandbox_error", 0))}
+
+
+# A plain @register would replace the YAML's entry (its options: the harness command) with a bare
+# one the moment the first episode imports this module, and every later episode would fail.
+if AGENT_NAME not in _agent_loop_registry:
+    register(AGENT_NAME)(GatewayAgentLoop)
 
 
 def _answer(session: Any, workdir: Path, result: HarnessResult | None) -> str:
