@@ -76,6 +76,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     gold.add_argument("--agent-loops", help="agent-loop YAML whose coderl_gateway_agent harness is recorded "
                                             "(default: tool_config/agent_loop.yaml, the one RL runs)")
     gold.add_argument("--cache", help="snapshots and environments (default: $CODERL_CACHE or ~/.cache/coderl)")
+    gold.add_argument("--find-links", help="wheel directory for the task environments (pip --no-index)")
     gold.add_argument("--val-fraction", type=fraction, default=0.1, help="in [0, 1)")
     gold.add_argument("--seed", type=int, default=42)
     gold.add_argument("--concurrency", type=positive_int, default=2, help="episodes at once (default 2)")
@@ -126,7 +127,7 @@ def _swe_sft(args: argparse.Namespace) -> int:
                                    tokenizer_path=args.tokenizer, agent_loops=args.agent_loops,
                                    cache_dir=args.cache or default_cache_dir(), val_fraction=args.val_fraction,
                                    seed=args.seed, concurrency=args.concurrency, timeout_s=args.timeout,
-                                   limit=args.limit)
+                                   limit=args.limit, find_links=args.find_links)
     print(report.summary())
     for name, v in tokens.items():
         print(f"  {name}: max {v['max']}, mean {v['mean']}, min {v['min']}")

@@ -38,7 +38,7 @@ from coderl.data.common import BuildReport, Drop, read_rows, seeded_split, write
 from coderl.data.sft import _tokenizer as load_tokenizer
 from coderl.data.swe import prompt_of
 from coderl.data.swe_gold_turns import SUBMIT, FileFix, gold_turns, turn
-from coderl.errors import BadRequest
+from coderl.errors import BadRequest, RepoUnavailable
 from coderl.swe.patch import split_diff
 from coderl.swe.store import RepoStore, git
 from coderl.swe.task import RepoTask
@@ -65,7 +65,7 @@ class Harness:
 
         path = Path(path)
         if not path.is_file():
-            raise BadRequest(f"agent-loop YAML {path}: no such file (give --agent-loops or --harness)")
+            raise BadRequest(f"agent-loop YAML {path}: no such file (name one with --agent-loops)")
         try:
             entries = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
         except (OmegaConfBaseException, ValueError) as exc:
@@ -165,7 +165,10 @@ class GoldRecorder:
         if not task.gold_patch.strip():
             raise Drop("task has no gold patch", task.instance_id)
         snapshot, env = await self.grader.prepare(task)
-        fixes = await asyncio.to_thread(file_fixes, snapshot, task.gold_patch)
+        try:
+            fixes = await asyncio.to_thread(file_fixes, snapshot, task.gold_patch)
+        except RepoUnavailable as exc:
+            raise Drop("the gold patch does not apply", f"{task.instance_id}: {exc}") from None
         script = gold_turns(fixes, task.fail_to_pass, variant)
         sid = f"gold-{uuid.uuid4().hex}"
         # past the script's end (the harness asked again: it did not take a turn as meant) submit
@@ -243,21 +246,22 @@ def token_stats(episodes: list[GoldEpisode]) -> dict[str, Any]:
 
 def build_swe_sft(tasks: str, out_dir: str | Path, *, repos: str | None = None, split: str | None = None,
                   variants: int = 4, tokenizer_path: str | None = None, agent_loops: str | Path | None = None,
-                  harness: Harness | None = None, cache_dir: str | Path, val_fraction: float = 0.1, seed: int = 42,
-                  concurrency: int = 2, timeout_s: float = 300.0,
-                  limit: int | None = None) -> tuple[BuildReport, dict[str, Any]]:
+                  cache_dir: str | Path, val_fraction: float = 0.1, seed: int = 42,
+                  concurrency: int = 2, timeout_s: float = 300.0, limit: int | None = None,
+                  find_links: str | Path | None = None) -> tuple[BuildReport, dict[str, Any]]:
     """Write train.parquet / validation.parquet (``messages``, ``tools``, ``extra_info``) and
     report.json (with ``tokens``) under ``out_dir``; the report and the token counts."""
     if variants < 1:
         raise BadRequest("--variants must be at least 1")
     out, cache = Path(out_dir), Path(cache_dir).resolve()
-    harness = harness or Harness.from_agent_loops(agent_loops or DEFAULT_AGENT_LOOPS)
+    harness = Harness.from_agent_loops(agent_loops or DEFAULT_AGENT_LOOPS)
     task_list, repos_dir = load_tasks(tasks, out, repos, split)
     task_list = task_list[:limit] if limit else task_list
     if not task_list:
         raise BadRequest(f"{tasks}: no tasks")
     tokenizer = load_tokenizer(tokenizer_path)
-    recorder = GoldRecorder(tokenizer, harness, RepoStore(repos_dir, cache), cache, timeout_s=timeout_s)
+    recorder = GoldRecorder(tokenizer, harness, RepoStore(repos_dir, cache), cache, timeout_s=timeout_s,
+                            find_links=Path(find_links) if find_links else None)
     runs = [(task, variant) for task in task_list for variant in range(variants)]
     results = asyncio.run(record_gold_episodes(recorder, runs, concurrency=concurrency))
     report = BuildReport("swe-sft", read=len(results))
