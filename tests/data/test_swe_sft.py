@@ -76,6 +76,7 @@ def test_every_variant_edits_every_task_into_its_fix(task_set, tmp_path):
 
 def test_bad_input_is_a_one_line_error(tmp_path):
     for args, says in ((["--tasks", "builtin", "--split", "dev"], "unknown split 'dev'"),
+                       (["--tasks", "builtin", "--split", "heldout"], "held-out tasks are for evaluation only"),
                        (["--tasks", "builtin", "--agent-loops", str(tmp_path / "none.yaml")], "no such file"),
                        (["--tasks", str(tmp_path / "t.jsonl"), "--split", "train"], "--tasks builtin")):
         done = _cli(*args, "--out", str(tmp_path / "out"))

@@ -67,7 +67,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                       "report.json holds the episodes' token counts.")
     gold.add_argument("--tasks", required=True, help="builtin (coderl's own set) or a tasks.jsonl with --repos")
     gold.add_argument("--repos", help="directory of git mirrors or tarballs (not needed with --tasks builtin)")
-    gold.add_argument("--split", help="with --tasks builtin: train or heldout (SFT rows belong to train)")
+    gold.add_argument("--split", help="with --tasks builtin: train (the default; heldout is refused: it is for "
+                                      "evaluation only)")
     gold.add_argument("--out", required=True, help="output directory (train.parquet, validation.parquet, report.json)")
     gold.add_argument("--variants", type=positive_int, default=4, help="episodes per task, each with other "
                                                                       "commands or wording (default 4)")

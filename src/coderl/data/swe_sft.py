@@ -88,14 +88,16 @@ class GoldEpisode:
 
 
 def load_tasks(tasks: str, out: Path, repos: str | None, split: str | None) -> tuple[list[RepoTask], Path]:
-    """``builtin`` (coderl's own set, built under ``out/builtin``; ``split`` picks train or
-    heldout) or a tasks.jsonl with its ``repos`` directory."""
+    """``builtin`` (coderl's own set, built under ``out/builtin``: its train split, the only one
+    SFT may see) or a tasks.jsonl with its ``repos`` directory."""
     if split is not None and tasks != "builtin":
         raise BadRequest("--split selects among the builtin tasks: use it with --tasks builtin")
     if tasks == "builtin":
         from coderl.swe.task_set import build_task_set
 
-        return build_task_set(out / "builtin", split), (out / "builtin" / "repos").resolve()
+        if split == "heldout":
+            raise BadRequest("held-out tasks are for evaluation only: SFT rows come from --split train")
+        return build_task_set(out / "builtin", split or "train"), (out / "builtin" / "repos").resolve()
     if not repos or not Path(repos).is_dir():
         raise BadRequest("--repos must name the directory of git mirrors or tarballs the tasks come from")
     return [RepoTask.from_row(r) for r in read_rows(tasks)], Path(repos).resolve()
