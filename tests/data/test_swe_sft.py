@@ -123,3 +123,22 @@ def test_gold_episode_rows_render_as_the_gateway_recorded_them(task_set, tmp_pat
         extra = [ids[k] for k in range(n) if mask[k] and not (k < recorded and episode.mask[k])]
         assert tokenizer.decode(extra).strip() == "" and len(extra) == turns
         assert episode.mask[: episode.prompt_len] == [0] * episode.prompt_len
+
+
+@pytest.mark.skipif(not Path(VENV, "bin", "mini").exists(),
+                    reason=f"mini-swe-agent is not installed at {VENV} (MINI_SWE_AGENT_VENV): "
+                           "run scripts/install_mini_swe_agent.sh")
+@pytest.mark.skipif(isolation.bwrap_path() is None, reason="bubblewrap missing")
+def test_cli_writes_train_rows_and_their_token_counts(tmp_path):
+    import pyarrow.parquet as pq
+
+    out = tmp_path / "sft"
+    done = _cli("--tasks", "builtin", "--limit", "1", "--variants", "1", "--val-fraction", "0",
+                "--tokenizer", str(build_tiny_model()), "--out", str(out))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "kept 1" in done.stdout and "episode_tokens: max" in done.stdout, done.stdout
+    (row,) = pq.read_table(out / "train.parquet").to_pylist()
+    train = {t.instance_id for t in build_task_set(tmp_path / "t", "train")}
+    assert row["extra_info"]["instance_id"] in train and row["extra_info"]["turns"] == 3  # look, edit, submit
+    tokens = json.loads((out / "report.json").read_text())["tokens"]
+    assert tokens["episode_tokens"]["max"] == row["extra_info"]["tokens"] > tokens["first_prompt_tokens"]["max"]
