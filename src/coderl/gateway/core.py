@@ -173,9 +173,12 @@ class Gateway:
         want = budget if max_tokens is None else min(int(max_tokens), budget)
         if want < 1:
             session.truncated = True
-            raise ContextExhausted(f"context_length_exceeded: the request is {len(prompt_ids)} tokens and leaves no room "
-                                   f"to generate (context {session.config.max_context}, response budget "
-                                   f"{session.config.max_response})")
+            # OpenAI's own wording: litellm (mini-swe-agent's client) recognises a context overflow by
+            # it and stops; with any other text it retries a 400 ten times, backing off up to 60 s
+            raise ContextExhausted(f"This model's maximum context length is {session.config.max_context} tokens: "
+                                   f"the request is {len(prompt_ids)} tokens and leaves no room to generate "
+                                   f"(response budget {session.config.max_response}, prompt budget "
+                                   f"{session.config.max_prompt}; context_length_exceeded)")
         if suffix_ids is not None:
             branch.extend_context(suffix_ids)
             session.text += suffix_text
