@@ -89,7 +89,7 @@ def build_sft(source: str, out_dir: str | Path, *, tokenizer_path: str | None = 
               val_fraction: float = 0.02, seed: int = 42) -> BuildReport:
     """Write train.parquet and validation.parquet (+ report.json) under out_dir."""
     report = BuildReport("sft")
-    tokenizer = _tokenizer(tokenizer_path)
+    tokenizer = load_chat_tokenizer(tokenizer_path)
 
     def build(row: dict[str, Any]) -> dict[str, Any]:
         built = sft_row(row)
@@ -107,7 +107,9 @@ def build_sft(source: str, out_dir: str | Path, *, tokenizer_path: str | None = 
     return report
 
 
-def _tokenizer(path: str | None) -> Any:
+def load_chat_tokenizer(path: str | None) -> Any:
+    """The tokenizer whose chat template renders SFT rows (the Qwen BPE when none is named); a
+    path that holds none, or one without a chat template, is the caller's one-line error."""
     from transformers import AutoTokenizer
 
     if path is None:

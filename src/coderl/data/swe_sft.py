@@ -35,7 +35,7 @@ from typing import Any
 from tqdm import tqdm
 
 from coderl.data.common import BuildReport, Drop, read_rows, seeded_split, write_parquet
-from coderl.data.sft import _tokenizer as load_tokenizer
+from coderl.data.sft import load_chat_tokenizer
 from coderl.data.swe import prompt_of
 from coderl.data.swe_gold_turns import SUBMIT, FileFix, gold_turns, turn
 from coderl.errors import BadRequest, RepoUnavailable
@@ -261,7 +261,7 @@ def build_swe_sft(tasks: str, out_dir: str | Path, *, repos: str | None = None, 
     task_list = task_list[:limit] if limit else task_list
     if not task_list:
         raise BadRequest(f"{tasks}: no tasks")
-    tokenizer = load_tokenizer(tokenizer_path)
+    tokenizer = load_chat_tokenizer(tokenizer_path)
     recorder = GoldRecorder(tokenizer, harness, RepoStore(repos_dir, cache), cache, timeout_s=timeout_s,
                             find_links=Path(find_links) if find_links else None)
     runs = [(task, variant) for task in task_list for variant in range(variants)]
