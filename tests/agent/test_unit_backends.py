@@ -117,7 +117,8 @@ def test_vllm_completions_with_token_ids():
     ((path, auth, body),) = server.seen
     assert path == "/v1/completions" and auth == "Bearer k"  # the base URL's /v1 is not doubled
     assert body == {"model": "qwen", "prompt": [1, 2, 3], "max_tokens": 8, "logprobs": 0, "return_token_ids": True,
-                    "skip_special_tokens": False, "temperature": 0.6, "top_p": 0.9}  # unknown knobs left out
+                    "skip_special_tokens": False, "stop_token_ids": [STOP], "temperature": 0.6,
+                    "top_p": 0.9}  # unknown knobs left out; the gateway's end-of-turn ids stop the server
 
 
 def test_sglang_generate_with_input_ids():
@@ -129,7 +130,8 @@ def test_sglang_generate_with_input_ids():
     assert (gen.ids, gen.logprobs, gen.stopped_by_length) == ([7, 8], [-0.1, -0.2], True)
     ((path, _, body),) = server.seen
     assert path == "/generate" and body["input_ids"] == [4]
-    assert body["sampling_params"] == {"max_new_tokens": 2, "skip_special_tokens": False, "top_k": 5}
+    assert body["sampling_params"] == {"max_new_tokens": 2, "skip_special_tokens": False, "stop_token_ids": [STOP],
+                                       "top_k": 5}
 
 
 @pytest.mark.parametrize("status, answer, error", [

@@ -59,7 +59,11 @@ class VerlBackend:
 
 
 class OpenAICompatBackend:
-    """A vLLM (``flavor="vllm"``) or SGLang (``flavor="sglang"``) server given token ids."""
+    """A vLLM (``flavor="vllm"``) or SGLang (``flavor="sglang"``) server given token ids.
+
+    The logprobs are whatever the server's logprobs mode computes: ``vllm serve`` defaults to
+    ``raw_logprobs`` (the model's, before temperature), so a server for training is started with
+    ``--logprobs-mode processed_logprobs``, verl's setting (those of the distribution sampled from)."""
 
     def __init__(self, base_url: str, model: str, stop_ids: set[int], *, flavor: str = "vllm",
                  timeout_s: float = 600.0, api_key: str = "EMPTY") -> None:
@@ -79,14 +83,20 @@ class OpenAICompatBackend:
         import httpx
 
         knobs = {k: sampling[k] for k in ("temperature", "top_p", "top_k", "repetition_penalty") if k in sampling}
+        # The gateway's end-of-turn ids, sent as the server's stop ids: a server stops only on the
+        # model's eos (its generation config), so without them vLLM 0.27 went on past an end of turn
+        # the gateway knows (a base model's config names <|endoftext|>, a chat turn ends at <|im_end|>).
+        # vLLM returns the stop id as the last of the ids (not in its text), as the gateway expects.
+        stops = sorted(self.stop_ids)
         try:
             if self.flavor == "vllm":
                 body = {"model": self.model, "prompt": list(prompt_ids), "max_tokens": max_tokens, "logprobs": 0,
-                        "return_token_ids": True, "skip_special_tokens": False, **knobs}
+                        "return_token_ids": True, "skip_special_tokens": False, "stop_token_ids": stops, **knobs}
                 r = await self.http.post(f"{self.base}/v1/completions", json=body)
             else:
                 body = {"input_ids": list(prompt_ids), "return_logprob": True, "rid": None,
-                        "sampling_params": {"max_new_tokens": max_tokens, "skip_special_tokens": False, **knobs}}
+                        "sampling_params": {"max_new_tokens": max_tokens, "skip_special_tokens": False,
+                                            "stop_token_ids": stops, **knobs}}
                 r = await self.http.post(f"{self.base}/generate", json=body)
         except httpx.TransportError as exc:
             raise ServiceUnavailable(f"generation server {self.base}: {type(exc).__name__}: {exc}") from exc
