@@ -30,6 +30,7 @@ from __future__ import annotations
 import errno
 import itertools
 import os
+import signal
 import socket
 import tempfile
 import threading
@@ -196,6 +197,8 @@ class SessionFleet:
         that cannot answer (its node gone) is only ended."""
         import ray
 
+        if not self.actors:
+            return
         stopping = [actor.stop.remote() for actor in self.actors]
         ray.wait(stopping, num_returns=len(stopping), timeout=timeout_s)
         for actor in self.actors:
@@ -256,13 +259,21 @@ def deploy_sessions(settings: Settings, *, episodes_per_replica: float, replicas
     placement = Placement(replicas=replicas or max(1, int(capacity // episodes_per_replica)),
                           episodes_per_replica=episodes_per_replica, port_base=settings.port, env=env)
     fleet = SessionFleet(settings, placement)
-    fleet.start()
-    urls = fleet.wait_ready()
-    print(f"coderl session replicas on Ray: {len(urls)} ({placement.episodes_per_replica:g} "
-          f"{SANDBOX_RESOURCE} each)\n{','.join(urls)}", flush=True)
+    # SIGTERM (a supervisor, `docker stop`) stops as Ctrl-C does: the replicas close their
+    # sessions first; ended without that, they would leave their layers mounted on the nodes
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
+        fleet.start()
+        urls = fleet.wait_ready()
+        print(f"coderl session replicas on Ray: {len(urls)} ({placement.episodes_per_replica:g} "
+              f"{SANDBOX_RESOURCE} each)\n{','.join(urls)}", flush=True)
         while True:
             time.sleep(3600)
     except KeyboardInterrupt:
+        return 0
+    finally:
         fleet.stop()
-    return 0
+
+
+def _interrupt(_signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt
