@@ -68,6 +68,10 @@ GATEWAY_SOCKET = "/run/coderl/gateway.sock"
 SESSION_FILES = ("session_init.py", "pid1.py", "frames.py", "output_cap.py", "wire.py", "reap.py")
 _START_TIMEOUT_S = 20.0
 _GRACE_S = 10.0  # on top of a command's timeout before PID 1 counts as hung
+# Episode numbers, unique in the process across hosts: an episode's layer directory (pid-n) and
+# cgroup are named by it, and two hosts of one process counting from 0 each collided on both (the
+# agent smoke run: two episodes entering EpisodeWorker.of at once each made a worker and a host).
+_EPISODE_IDS = itertools.count()
 _CAPTURE_TIMEOUT_S = 120.0
 MAX_DIFF_BYTES = 16 << 20
 _PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -305,7 +309,6 @@ class SessionHost:
         self.sessions: set[Session] = set()
         self._seccomp: bytes | None = None
         self._inside: list[str] = []  # the bwrap arguments that bind SESSION_FILES in
-        self._ids = itertools.count()
         self._started = False
 
     async def __aenter__(self) -> SessionHost:
@@ -349,7 +352,7 @@ class SessionHost:
             raise BadRequest("gateway_port needs gateway_socket")
         if gateway_socket is not None and not stat.S_ISSOCK(_mode(gateway_socket)):
             raise BadRequest(f"gateway socket {gateway_socket} is not a listening unix socket (is the gateway up?)")
-        n = next(self._ids)
+        n = next(_EPISODE_IDS)
         sid = f"{os.getpid()}-{n}"
         layer = overlay.EpisodeLayer(self.base_dir / sid, repo_dir.resolve(), limits.disk_mb)
         cgroup = None
