@@ -52,6 +52,12 @@ class EpisodeWorker:
         if worker is None or worker.closed or worker.loop is not asyncio.get_running_loop():
             fmt = ChatFormat(tokenizer, chat_template_kwargs)
             worker = await cls.start(Gateway(fmt, VerlBackend(server_manager, fmt.stop_ids), model_name=model_name))
+            # verl starts a batch's episodes at once: another one may have stored its worker while
+            # this one started; keep that one, so the worker has one gateway and one session host
+            stored = getattr(server_manager, _ATTRIBUTE, None)
+            if stored is not None and not stored.closed and stored.loop is worker.loop:
+                await worker.aclose()
+                return stored
             setattr(server_manager, _ATTRIBUTE, worker)
         return worker
 
