@@ -45,7 +45,7 @@ def one_turn(tokenizer) -> ScriptedServer:
                                       char_ids(tokenizer, "Done.")])
 
 
-# what the harness does after its model turn -> (verdict, what agent_error says, other fields)
+# what the harness does after its model turn -> (grade status, what agent_error says, other fields)
 MISDEEDS = {
     "file_over_the_diff_cap": (f"head -c {MAX_DIFF_BYTES + (4 << 20)} /dev/urandom > big.bin",
                                "no_patch", f"larger than {MAX_DIFF_BYTES >> 20} MiB", {}),
@@ -58,11 +58,12 @@ MISDEEDS = {
 
 @pytest.mark.parametrize("name", sorted(MISDEEDS))
 def test_a_misbehaving_harness_is_an_outcome(name, model_dir, tokenizer, swe_row, tmp_path):
-    misdeed, verdict, error, fields = MISDEEDS[name]
+    misdeed, status, error, fields = MISDEEDS[name]
     command = f"{isolation.sandbox_python()} {HERE / 'scripted_agent.py'} && {misdeed}"
     out = run_episode(model_dir, tokenizer, tmp_path, swe_row, command, one_turn(tokenizer))
     extra = out.extra_fields
-    assert (extra["sandbox_error"], extra["verdict"], out.reward_score) == (0, verdict, 0.0), extra
+    assert (extra["sandbox_error"], extra["grade_status"], out.reward_score) == (0, status, 0.0), extra
+    assert "verdict" not in extra, extra  # a judge's word: no judge ran
     assert error in extra["agent_error"] if error else "agent_error" not in extra, extra
     assert {k: extra[k] for k in fields} == fields, extra
     assert any(out.response_mask), "an outcome of the agent's is trained on (reward 0), never masked"
@@ -72,7 +73,7 @@ def test_a_harness_that_exits_at_once_is_an_outcome(model_dir, tokenizer, swe_ro
     server = one_turn(tokenizer)
     out = run_episode(model_dir, tokenizer, tmp_path, swe_row, "exit 3", server)
     extra = out.extra_fields
-    assert (extra["sandbox_error"], extra["agent_exit_code"], extra["verdict"], out.reward_score) == \
+    assert (extra["sandbox_error"], extra["agent_exit_code"], extra["grade_status"], out.reward_score) == \
         (0, 3, "unresolved", 0.0), extra
     assert server.calls == [] and out.response_mask == [0]  # it never asked the model: nothing to train on
 

@@ -145,7 +145,7 @@ def test_agent_loop_worker_runs_a_harness_on_host(tiny_model, tokenizer, tmp_pat
     assert float(out.batch["rm_scores"][0].sum()) == 1.0  # solution.py passes the hidden tests
     extra = out.non_tensor_batch
     assert extra["agent_exit_code"][0] == 0 and extra["drifts"][0] == 0 and extra["agent_isolation"][0] == "none"
-    assert extra["verdict"][0] == "accepted"
+    assert extra["verdict"][0] == "accepted" and "grade_status" not in extra  # the judge scored it, no grader
 
 
 def test_agent_loop_in_session_sandbox(tiny_model, tokenizer, tmp_path):
@@ -223,4 +223,5 @@ def test_agent_loop_repo_task_scored_by_the_grader(tiny_model, tokenizer, tmp_pa
                         reward_model=dict(row["reward_model"]), extra_info=extra_info)
     assert out.extra_fields["sandbox_error"] == 0, out.extra_fields
     assert "applied" in tokenizer.decode(out.response_ids)
-    assert out.extra_fields["verdict"] == "resolved" and out.reward_score == 1.0, out.extra_fields
+    assert out.extra_fields["grade_status"] == "resolved" and out.reward_score == 1.0, out.extra_fields
+    assert "verdict" not in out.extra_fields, out.extra_fields  # the judge's word, never the grader's

@@ -99,8 +99,9 @@ def test_repo_episode_record_has_the_diff_and_grader_log(model_dir, tokenizer, t
     out = run_sandboxed(model_dir, tokenizer, tmp_path, server, harness(), {"temperature": 1.0}, score="repo",
                         timeout_s=180, global_steps=3, raw_prompt=list(row["prompt"]), data_source=row["data_source"],
                         reward_model=dict(row["reward_model"]), extra_info=extra_info)
-    assert out.extra_fields["verdict"] == "resolved", out.extra_fields
+    assert out.extra_fields["grade_status"] == "resolved", out.extra_fields
     record = the_record(run)
+    assert record["grade_status"] == "resolved" and record["verdict"] == "", record["verdict"]
     assert record["grader"]["status"] == "resolved" and record["grader"]["log"]
     assert record["diff"].startswith("diff --git") and record["reward"] == 1.0
 

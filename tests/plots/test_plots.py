@@ -109,6 +109,23 @@ def test_series_read_from_verl_formats(logs):
         assert sum(rates[k][step][1] for k in rates if k.startswith("verdict/")) == pytest.approx(1.0)
 
 
+def test_repository_episodes_count_by_grade_status_apart_from_verdicts(tmp_path):
+    """An agent episode on a repository task carries a grade status, a code sample a verdict: one
+    step of both stacks each under its own name (``sandbox_error`` is both a verdict and a grade
+    status, and stays two series), the shares adding up to 1, and the figure draws."""
+    rows = [{"input": "p", "score": 1.0, "verdict": "accepted"}, {"input": "p", "score": 0.0, "verdict": "sandbox_error"},
+            {"input": "t", "score": 1.0, "verdict": "", "grade_status": "resolved"},
+            {"input": "t", "score": 0.0, "verdict": "", "grade_status": "sandbox_error"}]
+    (tmp_path / "rollouts").mkdir()
+    (tmp_path / "rollouts" / "1.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    rates = read_rollouts(tmp_path / "rollouts")
+    shares = {k: v for k, v in rates.items() if k.startswith(("verdict/", "grade_status/"))}
+    assert shares == {"verdict/accepted": [(1, 0.25)], "verdict/sandbox_error": [(1, 0.25)],
+                      "grade_status/resolved": [(1, 0.25)], "grade_status/sandbox_error": [(1, 0.25)]}
+    (tmp_path / "m.jsonl").write_text(json.dumps({"step": 1, "data": {"critic/score/mean": 0.5}}) + "\n")
+    assert Path(plot_training(tmp_path / "m.jsonl", tmp_path / "t.png", tmp_path / "rollouts")).stat().st_size > 20_000
+
+
 def test_checked_in_figures_exist():
     for name in ("training_progress.png", "evaluation_progress.png"):
         assert (ROOT / "figures" / name).stat().st_size > 20_000

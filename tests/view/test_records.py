@@ -98,6 +98,24 @@ def test_reader_overview_of_a_generated_run(tmp_path):
         assert row["sandbox_errors"] == sum(s["verdict"] == "sandbox_error" for s in step)
 
 
+def test_judge_verdicts_and_grade_statuses_are_read_apart(tmp_path):
+    """A code sample's verdict, an agent episode's grade status (its verdict empty), and an agent
+    record written before the two were apart (the grader's status copied into ``verdict``): the
+    status is a grade status, never a verdict; the accepted/resolved rate counts both."""
+    (tmp_path / "records").mkdir()
+    rows = [{"kind": "code", "reward": 1.0, "verdict": "accepted"},
+            {"kind": "agent", "reward": 1.0, "verdict": "", "grade_status": "resolved", "grader": {"status": "resolved"}},
+            {"kind": "agent", "reward": 0.0, "verdict": "tampered", "grader": {"status": "tampered"}},
+            {"kind": "agent", "reward": 0.0, "verdict": "wrong_answer", "grade_status": ""}]
+    (tmp_path / "records" / "1.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    run = read_run(tmp_path)
+    assert [(s["verdict"], s["grade_status"]) for s in run.samples] == [
+        ("accepted", "none"), ("none", "resolved"), ("none", "tampered"), ("wrong_answer", "none")]
+    (row,) = overview(run.samples)
+    assert row["verdicts"] == {"accepted": 1, "none": 2, "wrong_answer": 1}
+    assert row["grade_statuses"] == {"resolved": 1, "tampered": 1} and row["accepted"] == 0.5
+
+
 def test_reader_lists_what_it_skips_and_why(tmp_path):
     records = tmp_path / "records"
     (records / "validation").mkdir(parents=True)

@@ -4,10 +4,12 @@
   "data": {...}}`` line per step at ``VERL_FILE_LOGGER_PATH``): score on training data, response
   length and clip (truncation) ratio, turns per sample, held-out accuracy;
 - when given, per-step sample logs (``<dir>/<step>.jsonl``, one sample per line with ``input``
-  (the prompt: the GRPO group key), ``score`` and our reward's extras ``verdict`` and
+  (the prompt: the GRPO group key), ``score`` and our extras ``verdict`` (the judge's) or
+  ``grade_status`` (the repository grader's, for an agent episode on a repository task) and
   ``tool_calls``), in the layout of verl's ``trainer.rollout_data_dir`` dump and of the reward's
-  own sample log: verdict shares, tool calls per sample, and the share of prompt groups where
-  every sample scored the same (no GRPO signal). Other files and subdirectories are ignored.
+  own sample log: verdict and grade status shares, tool calls per sample, and the share of prompt
+  groups where every sample scored the same (no GRPO signal). Other files and subdirectories are
+  ignored.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from statistics import mean
 from typing import Any
 
 from coderl.errors import BadRequest
+from coderl.swe.grade_status import GradeStatus
 
 Series = dict[str, list[tuple[int, float]]]
 # drawing order (bottom to top) and colours: success green, the program's failures warm, ours black
@@ -27,6 +30,10 @@ VERDICT_COLORS = {
     "accepted": "#2ca02c", "wrong_answer": "#ff7f0e", "runtime_error": "#d62728", "time_limit": "#9467bd",
     "memory_limit": "#8c564b", "output_limit": "#e377c2", "compile_error": "#bcbd22", "no_code": "#c7c7c7",
     "sandbox_error": "#000000",
+}
+GRADE_COLORS = {
+    GradeStatus.RESOLVED: "#98df8a", GradeStatus.UNRESOLVED: "#ffbb78", GradeStatus.TAMPERED: "#ff9896",
+    GradeStatus.APPLY_FAILED: "#dbdb8d", GradeStatus.NO_PATCH: "#dddddd", GradeStatus.SANDBOX_ERROR: "#555555",
 }
 _VAL_ACC = re.compile(r"^val-core/(.+)/acc/mean@\d+$")
 
@@ -70,8 +77,8 @@ def read_rollouts(directory: str | Path) -> Series:
         if not rows:
             continue
         step = int(f.stem)
-        if any("verdict" in r for r in rows):  # verl's own dump lacks it when the extras are not kept
-            per_step.append((step, Counter(str(r.get("verdict", "unknown")) for r in rows), len(rows)))
+        if any("verdict" in r or "grade_status" in r for r in rows):  # verl's own dump lacks them without the extras
+            per_step.append((step, Counter(_outcome(r) for r in rows), len(rows)))
         if any("tool_calls" in r for r in rows):
             series["tool_calls/mean"].append((step, mean(float(r.get("tool_calls", 0)) for r in rows)))
         scores: dict[str, list[float]] = defaultdict(list)
@@ -81,10 +88,18 @@ def read_rollouts(directory: str | Path) -> Series:
         if groups:
             series["zero_variance_groups"].append((step, mean(float(len(set(g)) == 1) for g in groups)))
     names = set().union(*(counts for _, counts, _ in per_step)) if per_step else set()
-    for step, counts, total in per_step:  # every verdict at every step: the shares stack
-        for v in names:
-            series[f"verdict/{v}"].append((step, counts[v] / total))
+    for step, counts, total in per_step:  # every outcome at every step: the shares stack
+        for key in names:
+            series[key].append((step, counts[key] / total))
     return series
+
+
+def _outcome(row: dict[str, Any]) -> str:
+    """The series a sample counts in: ``grade_status/<status>`` for a repository task's episode,
+    else ``verdict/<verdict>`` (a judge verdict, or the reward's ``no_code``)."""
+    if row.get("grade_status"):
+        return f"grade_status/{row['grade_status']}"
+    return f"verdict/{row.get('verdict') or 'unknown'}"
 
 
 def plot_training(metrics: str | Path, out: str | Path, rollouts: str | Path | None = None, *,
@@ -150,13 +165,15 @@ def _line(ax: Any, series: Series, key: str, label: str, color: str | None, styl
 
 
 def _verdicts(ax: Any, s: Series) -> None:
-    keys = [k for k in s if k.startswith("verdict/") and any(v > 0 for _, v in s[k])]
-    order = list(VERDICT_COLORS) + sorted(k.removeprefix("verdict/") for k in keys)
-    names = [v for v in dict.fromkeys(order) if f"verdict/{v}" in keys]
+    keys = [k for k in s if k.startswith(("verdict/", "grade_status/")) and any(v > 0 for _, v in s[k])]
+    colors = {**{f"verdict/{v}": c for v, c in VERDICT_COLORS.items()},
+              **{f"grade_status/{g}": c for g, c in GRADE_COLORS.items()}}
+    names = [k for k in dict.fromkeys([*colors, *sorted(keys)]) if k in keys]
     if names:
-        steps = [st for st, _ in sorted(s[f"verdict/{names[0]}"])]
-        ax.stackplot(steps, *[[v for _, v in sorted(s[f"verdict/{n}"])] for n in names], labels=names,
-                     colors=[VERDICT_COLORS.get(n, "#17becf") for n in names], alpha=0.85)
+        steps = [st for st, _ in sorted(s[names[0]])]
+        labels = [n.removeprefix("verdict/").replace("grade_status/", "grade: ") for n in names]
+        ax.stackplot(steps, *[[v for _, v in sorted(s[n])] for n in names], labels=labels,
+                     colors=[colors.get(n, "#17becf") for n in names], alpha=0.85)
         ax.set_ylim(0, 1)
         ax.set_xlim(steps[0], steps[-1])
     _line(ax, s, "zero_variance_groups", "groups where all samples scored the same", "black", style="o--")

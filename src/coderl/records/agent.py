@@ -46,6 +46,7 @@ def agent_record(kwargs: dict[str, Any], session: Any, tokenizer: Any, *, respon
     record: dict[str, Any] = {
         "kind": "agent", "group": group_key(data_source, extra_info), "data_source": data_source,
         "index": extra_info.get("index"), "reward": reward, "verdict": extra.get("verdict", ""),
+        "grade_status": extra.get("grade_status", ""),
         "sandbox_error": int(extra.get("sandbox_error", 0)), "tool_calls": len(commands),
         "branches": summary["branches"], "drifts": summary["drifts"], "demoted_tokens": summary["demoted_tokens"],
         "dropped_sampled_tokens": summary["dropped_sampled_tokens"], "context_truncated": int(summary["truncated"]),

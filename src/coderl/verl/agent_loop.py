@@ -28,8 +28,9 @@ start, the gateway or backend failed, the grader's sandbox did) masks the whole 
 trains on it) and is reported as ``sandbox_error`` = 1, never as a wrong answer. Whatever the
 AGENT did is an outcome, never an exception out of ``run``: its exit code, time-out or flooded
 output (``agent_output_limit``) are recorded and its diff is scored; files that make no diff (one
-over the size cap, unreadable ones) score 0 as ``verdict: no_patch`` (no valid patch), with the
-reason in ``agent_error``.
+over the size cap, unreadable ones) score 0 as ``grade_status: no_patch`` (no valid patch), with
+the reason in ``agent_error``. The extras keep the two scorers' words apart: ``verdict`` is only
+ever the judge's (``score: code``), ``grade_status`` only the repository grader's (``score: repo``).
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ from coderl.errors import CoderlError
 from coderl.gateway.chat import ChatFormat
 from coderl.gateway.core import SessionConfig
 from coderl.records.agent import record_episode
+from coderl.swe.grade_status import GradeStatus
 from coderl.swe.harness import HarnessResult, run_in_sandbox, run_on_host
 from coderl.verl.episode_worker import EpisodeWorker
 
@@ -167,10 +169,10 @@ class GatewayAgentLoop(AgentLoopBase):
         extra_info = dict(kwargs.get("extra_info") or {})
         if self.score == "repo":
             if result is not None and result.diff_error is not None:  # the agent's files made no diff
-                return 0.0, {"verdict": "no_patch", "acc": 0.0, "sandbox_error": 0}
+                return 0.0, {"grade_status": GradeStatus.NO_PATCH.value, "acc": 0.0, "sandbox_error": 0}
             graded = self._grade = await worker.graders.grade(extra_info, result.diff if result else None)
-            return float(graded.reward or 0.0), {"verdict": graded.status, "acc": float(graded.resolved),
-                                                 "sandbox_error": int(graded.status == "sandbox_error")}
+            return float(graded.reward or 0.0), {"grade_status": graded.status.value, "acc": float(graded.resolved),
+                                                 "sandbox_error": int(graded.status == GradeStatus.SANDBOX_ERROR)}
         from coderl.verl.reward import compute_score
 
         answer = _answer(session, workdir, result)

@@ -19,7 +19,7 @@ from typing import Any
 
 from coderl.view.reader import RunRecords, overview
 
-COLUMNS = ("step", "split", "kind", "group", "reward", "verdict", "sandbox_error", "tool_calls")
+COLUMNS = ("step", "split", "kind", "group", "reward", "verdict", "grade_status", "sandbox_error", "tool_calls")
 
 
 def build_page(run: RunRecords, title: str) -> tuple[str, int]:

@@ -18,10 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from coderl.judge.verdict import Verdict
 from coderl.records.code import response_sha1
+from coderl.swe.grade_status import GradeStatus
 
 STEP_FILE = re.compile(r"^(\d+|nostep)\.jsonl$")
-ACCEPTED = ("accepted", "resolved")
 
 
 @dataclass
@@ -149,7 +150,12 @@ def normalise(record: dict[str, Any], file_step: int | None, split: str) -> dict
     out["group"] = str(record.get("group") or record.get("input") or "?")
     reward = record.get("reward", record.get("score"))
     out["reward"] = float(reward) if isinstance(reward, int | float) and not isinstance(reward, bool) else None
-    out["verdict"] = str(record.get("verdict") or "none")
+    # a judge verdict and a repository grade status are two fields: an agent record from before they
+    # were (its grader block's status copied into ``verdict``) gets its status moved
+    grade = record.get("grade_status") or (record.get("grader") or {}).get("status")
+    verdict = record.get("verdict")
+    out["verdict"] = str(verdict if verdict and ("grade_status" in record or verdict != grade) else "none")
+    out["grade_status"] = str(grade or "none")
     out["sandbox_error"] = 1 if record.get("sandbox_error") else 0
     calls = record.get("tool_calls")
     out["tool_calls"] = calls if isinstance(calls, int) else 0
@@ -157,8 +163,9 @@ def normalise(record: dict[str, Any], file_step: int | None, split: str) -> dict
 
 
 def overview(samples: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per (split, step): samples, mean reward, accepted/resolved rate, verdict mix, zero-variance
-    GRPO groups (2+ samples, one reward: no gradient) and sandbox errors."""
+    """Per (split, step): samples, mean reward, accepted/resolved rate (a judge verdict ``accepted``
+    or a grade status ``resolved``), verdict mix, grade status mix, zero-variance GRPO groups (2+
+    samples, one reward: no gradient) and sandbox errors."""
     by_step: dict[tuple[str, int | None], list[dict[str, Any]]] = {}
     for s in samples:
         by_step.setdefault((s["split"], s["step"]), []).append(s)
@@ -167,16 +174,20 @@ def overview(samples: list[dict[str, Any]]) -> list[dict[str, Any]]:
                                                                           kv[0][1] is None, kv[0][1] or 0)):
         rewards = [s["reward"] for s in group if s["reward"] is not None]
         verdicts: dict[str, int] = {}
+        grades: dict[str, int] = {}
         groups: dict[str, set[float | None]] = {}
         sizes: dict[str, int] = {}
         for s in group:
             verdicts[s["verdict"]] = verdicts.get(s["verdict"], 0) + 1
+            if s["grade_status"] != "none":
+                grades[s["grade_status"]] = grades.get(s["grade_status"], 0) + 1
             groups.setdefault(s["group"], set()).add(s["reward"])
             sizes[s["group"]] = sizes.get(s["group"], 0) + 1
         rows.append({"split": split, "step": step, "samples": len(group),
                      "reward": sum(rewards) / len(rewards) if rewards else None,
-                     "accepted": sum(s["verdict"] in ACCEPTED for s in group) / len(group),
-                     "verdicts": verdicts, "groups": len(groups),
+                     "accepted": sum(s["verdict"] == Verdict.ACCEPTED or s["grade_status"] == GradeStatus.RESOLVED
+                                     for s in group) / len(group),
+                     "verdicts": verdicts, "grade_statuses": grades, "groups": len(groups),
                      "zero_variance_groups": sum(1 for g, r in groups.items() if sizes[g] > 1 and len(r) == 1),
                      "sandbox_errors": sum(s["sandbox_error"] for s in group)})
     return rows

@@ -88,11 +88,13 @@ function renderOverview() {
   const mine = rows.filter((r) => r.split === split);
   const steps = mine.map((r) => r.step === null ? "–" : r.step);
   const verdicts = [...new Set(mine.flatMap((r) => Object.keys(r.verdicts)))].sort();
+  const grades = [...new Set(mine.flatMap((r) => Object.keys(r.grade_statuses)))].sort();
   el.innerHTML = `<p>${INDEX.length} samples (${esc(META.bytes_per_sample)} bytes per sample in this page), plots: the ${esc(split)} split by step. Sources: ${esc(META.sources.join(", ") || "none")}</p>`
     + `<div class="plots">`
     + linePlot("mean reward", steps, [["reward", mine.map((r) => r.reward)]], Math.max(1, ...mine.map((r) => r.reward || 0)))
     + linePlot("accepted / resolved rate", steps, [["accepted", mine.map((r) => r.accepted)]], 1)
     + barPlot("verdict mix", steps, verdicts.map((v) => mine.map((r) => r.verdicts[v] || 0)), verdicts)
+    + (grades.length ? barPlot("grade status mix (repository tasks)", steps, grades.map((g) => mine.map((r) => r.grade_statuses[g] || 0)), grades) : "")
     + barPlot("zero-variance groups (no gradient)", steps, [mine.map((r) => r.zero_variance_groups)], ["zero-variance groups"])
     + barPlot("sandbox errors", steps, [mine.map((r) => r.sandbox_errors)], ["sandbox errors"])
     + `</div><table class="steps"><tr><th>split</th><th>step</th><th>samples</th><th>reward</th><th>accepted</th><th>groups</th><th>zero-var</th><th>sandbox err</th></tr>`
@@ -108,9 +110,10 @@ function fillSelect(id, values) {
 function setupTable() {
   fillSelect("f-step", [...new Set(INDEX.map((r) => r[COL.step] === null ? "–" : r[COL.step]))].sort((a, b) => (+a) - (+b)));
   fillSelect("f-verdict", [...new Set(INDEX.map((r) => r[COL.verdict]))].sort());
+  fillSelect("f-grade", [...new Set(INDEX.map((r) => r[COL.grade_status]))].sort());
   $("thead").innerHTML = ["#", ...META.columns].map((c) => `<span>${esc(c)}</span>`).join("");
   let timer = null;
-  for (const id of ["f-step", "f-verdict", "f-rmin", "f-rmax", "f-group", "f-tools", "f-sberr", "f-text"]) {
+  for (const id of ["f-step", "f-verdict", "f-grade", "f-rmin", "f-rmax", "f-group", "f-tools", "f-sberr", "f-text"]) {
     $(id).addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(applyFilters, id === "f-text" ? 200 : 0); });
   }
   $("table").addEventListener("scroll", drawRows);
@@ -122,7 +125,8 @@ function setupTable() {
   applyFilters();
 }
 function applyFilters() {
-  const step = $("f-step").value, verdict = $("f-verdict").value, group = $("f-group").value.trim();
+  const step = $("f-step").value, verdict = $("f-verdict").value, grade = $("f-grade").value;
+  const group = $("f-group").value.trim();
   const rmin = $("f-rmin").value === "" ? null : +$("f-rmin").value;
   const rmax = $("f-rmax").value === "" ? null : +$("f-rmax").value;
   const tools = $("f-tools").value === "" ? null : +$("f-tools").value;
@@ -133,6 +137,7 @@ function applyFilters() {
     const r = INDEX[i];
     if (step !== "" && String(r[COL.step] === null ? "–" : r[COL.step]) !== step) continue;
     if (verdict !== "" && r[COL.verdict] !== verdict) continue;
+    if (grade !== "" && r[COL.grade_status] !== grade) continue;
     if (rmin !== null && !(r[COL.reward] >= rmin)) continue;
     if (rmax !== null && !(r[COL.reward] <= rmax)) continue;
     if (group && !r[COL.group].includes(group)) continue;
@@ -154,7 +159,7 @@ function drawRows() {
   for (let k = first; k < last; k++) {
     const i = visible[k], r = INDEX[i];
     html += `<div class="row" data-row="${i}" style="top:${k * ROW_H}px"><span>${i}</span>`
-      + META.columns.map((c) => `<span class="${c === "verdict" ? "v-" + esc(r[COL[c]]) : ""}">${esc(fmt(r[COL[c]]))}</span>`).join("")
+      + META.columns.map((c) => `<span class="${c === "verdict" || c === "grade_status" ? "v-" + esc(r[COL[c]]) : ""}">${esc(fmt(r[COL[c]]))}</span>`).join("")
       + `</div>`;
   }
   box.querySelectorAll(".row").forEach((n) => n.remove());
@@ -200,7 +205,7 @@ function renderSample(i) {
   let r;
   try { r = record(i); } catch (e) { el.innerHTML = `<p class="empty">Sample ${i} cannot be decoded: ${esc(e.message)}</p>`; return; }
   const facts = [["step", r.step], ["split", r.split], ["kind", r.kind], ["group", r.group], ["reward", r.reward],
-    ["verdict", r.verdict], ["sandbox error", r.sandbox_error], ["tool calls", r.tool_calls]];
+    ["verdict", r.verdict], ["grade status", r.grade_status], ["sandbox error", r.sandbox_error], ["tool calls", r.tool_calls]];
   if (r.kind === "agent") facts.push(["branches", r.branches], ["drifts", r.drifts], ["demoted tokens", r.demoted_tokens], ["dropped sampled tokens", r.dropped_sampled_tokens]);
   if (r.tests_total !== undefined) facts.push(["tests", `${r.tests_passed}/${r.tests_total}`]);
   let html = `<div class="sample"><h2>Sample ${i} <a href="#samples">back to the table</a></h2><div class="facts">`
