@@ -107,7 +107,7 @@ def _inherited_listener(fd: int) -> socket.socket:
 def _health(args: argparse.Namespace) -> int:
     import sys
 
-    from coderl.server.launch import wait_ready
+    from coderl.client import wait_ready
 
     def alive() -> bool:
         if args.while_alive is None:
