@@ -51,7 +51,8 @@ def agent_record(kwargs: dict[str, Any], session: Any, tokenizer: Any, *, respon
         "branches": summary["branches"], "drifts": summary["drifts"], "demoted_tokens": summary["demoted_tokens"],
         "dropped_sampled_tokens": summary["dropped_sampled_tokens"], "context_truncated": int(summary["truncated"]),
         "prompt": messages(kwargs.get("raw_prompt")), "turns": turns, "commands": commands,
-        "tokens": {"prompt_len": prompt_len, "ids": ids, "mask": "".join("1" if m else "0" for m in mask[:max_tokens]),
+        "tokens": {"prompt_len": prompt_len, "prompt_ids": _prompt_ids(session, prompt_len), "ids": ids,
+                   "mask": "".join("1" if m else "0" for m in mask[:max_tokens]),
                    "logprobs": [round(float(x), 4) for x in logprobs[:max_tokens]],
                    "turn_starts": _turn_starts(session, prompt_len), "fork_at": _fork_at(session, prompt_len),
                    "pieces": _pieces(tokenizer, ids)},
@@ -64,8 +65,8 @@ def agent_record(kwargs: dict[str, Any], session: Any, tokenizer: Any, *, respon
     }
     if grade is not None:
         record["grader"] = {"status": grade.status, "reward": grade.reward, "fail_to_pass": grade.fail_to_pass,
-                            "pass_to_pass": grade.pass_to_pass, "message": grade.message, "log": grade.log_tail,
-                            "wall_s": grade.wall_s}
+                            "pass_to_pass": grade.pass_to_pass, "tests_touched": grade.tests_touched,
+                            "message": grade.message, "log": grade.log_tail, "wall_s": grade.wall_s}
     return record
 
 
@@ -98,6 +99,13 @@ def _commands(turns: list[dict[str, Any]]) -> list[dict[str, Any]]:
             match["output"] = turn["content"]
             waiting.remove(match)
     return commands
+
+
+def _prompt_ids(session: Any, prompt_len: int) -> list[int]:
+    """The prompt the response continues (the harness's first request, as rendered), so the record
+    alone can be scored again: e.g. the smoke run recomputes each trained token's logprob."""
+    final = session.trajectory.final()
+    return [int(i) for i in final.ids[:prompt_len]] if final.turns else []
 
 
 def _turn_starts(session: Any, prompt_len: int) -> list[int]:
