@@ -29,6 +29,7 @@ from pathlib import Path
 
 import pytest
 
+from coderl.client import SessionService
 from coderl.errors import CoderlError
 from coderl.sandbox.session import SessionLimits
 from coderl.server.ray_sessions import ACTOR_PREFIX, Placement, ReplicaSessions, SessionFleet
@@ -172,7 +173,7 @@ def fleet(tmp_path_factory):
         fleet = SessionFleet(Settings(slots=1, queue=64),
                              Placement(replicas=2, episodes_per_replica=PER_REPLICA,
                                        port_base=free_port_range(host, 4), ports=4,
-                                       env={"CODERL_SWE_REPOS": SWE_REPOS[0]}))
+                                       env={"CODERL_SWE_REPOS": SWE_REPOS[0], "CODERL_SESSION_POOL": "2"}))
         fleet.start()
         urls: list[str] = []
         try:
@@ -189,11 +190,22 @@ def replica_dir(url: str) -> str:
     return os.path.join(tempfile.gettempdir(), f"coderl-replica-{url.rsplit(':', 1)[1]}")
 
 
+async def warm_open(url: str) -> bool:
+    """Whether a session opened on the replica at ``url`` came from its warm pool (closed again)."""
+    async with SessionService(url, timeout_s=CALL_S) as service:
+        session = await service.open(limits=LIMITS)
+        await session.close()
+        return session.warm
+
+
 def layers_mounted(url: str) -> list[str]:
-    """Mount points under the replica's session directory."""
-    root = replica_dir(url)
+    """Mount points under the replica's session directory left by processes that are gone (a
+    layer is named ``<pid>-<n>`` after the replica that mounted it; a live replica's warm pool
+    and open sessions are not leftovers)."""
+    layers = os.path.join(replica_dir(url), "layers") + "/"
     with open("/proc/mounts") as fh:
-        return [line.split()[1] for line in fh if line.split()[1].startswith(root + "/")]
+        points = [line.split()[1] for line in fh if line.split()[1].startswith(layers)]
+    return [p for p in points if not os.path.exists(f"/proc/{p[len(layers):].split('-')[0]}")]
 
 
 def replicas_by_node(fleet: SessionFleet) -> dict[str, dict]:
@@ -227,7 +239,8 @@ def test_a_killed_node_is_sandbox_errors_the_rest_go_on_and_the_pool_recovers(fl
     """A sandbox node killed with 64 episodes in their middle: its episodes are sandbox errors,
     within their deadline; the other node's episodes finish right. While it is down, sessions open
     on the survivor (the same URL list: the dead replica is passed over); when it is back, its
-    replica is restarted there by Ray, on its old URL, and all 64 episodes of a new wave finish."""
+    replica is restarted there by Ray, on its old URL, all 64 episodes of a new wave finish, and its
+    warm pool hands out started sandboxes again."""
     cluster, fleet = fleet
     urls = fleet.urls(timeout_s=10)
     victim_node = cluster.sandbox_nodes[-1]
@@ -258,6 +271,9 @@ def test_a_killed_node_is_sandbox_errors_the_rest_go_on_and_the_pool_recovers(fl
     outcomes = asyncio.run(run_episodes(urls, EPISODES, what="after recovery"))
     assert not any(o.wrong or o.sandbox_error for o in outcomes), summary(outcomes)
     assert {o.replica for o in outcomes} == set(urls), summary(outcomes)
+    # its warm pool is back too: learned from the wave's opens, refilled in the background
+    asyncio.run(wait_for_async(lambda: warm_open(victim["url"]), what="a warm session from the restarted replica",
+                               timeout_s=120))
     # the killed replica's layers (here the "node" shares this machine's mounts) were unmounted by
     # its successor on the same port; its own episodes closed theirs
     assert not layers_mounted(victim["url"]), layers_mounted(victim["url"])[:4]
