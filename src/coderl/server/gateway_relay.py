@@ -34,6 +34,7 @@ import h11
 import httpx
 
 MAX_BODY_BYTES = 16 << 20
+_DISCARD_BYTES = 4 * MAX_BODY_BYTES  # of a body over the cap, read and dropped before the 413
 MODEL_ROUTES = {("POST", "/v1/chat/completions"), ("POST", "/v1/messages"), ("GET", "/v1/models")}
 _SESSION_PATH = re.compile(r"^/s/([^/]+)(/v1/.*)$")
 _DROPPED = {b"host", b"authorization", b"x-api-key", b"x-coderl-session", b"connection", b"content-length",
@@ -153,13 +154,16 @@ async def _read_request(conn: h11.Connection, reader: asyncio.StreamReader) -> t
             request = event
         elif isinstance(event, h11.Data):
             size += len(event.data)
-            if size > MAX_BODY_BYTES:  # answered at once; the connection then closes
+            if size > _DISCARD_BYTES:  # answered now; the connection then closes
                 assert request is not None
                 return request, None
-            chunks.append(event.data)
+            if size <= MAX_BODY_BYTES:
+                chunks.append(event.data)
         elif isinstance(event, h11.EndOfMessage):
+            # a body over the cap is read to its end (up to _DISCARD_BYTES) and dropped, so the
+            # client, still sending, reads the 413 instead of a reset connection
             assert request is not None
-            return request, b"".join(chunks)
+            return request, b"".join(chunks) if size <= MAX_BODY_BYTES else None
         elif event is h11.PAUSED or isinstance(event, h11.ConnectionClosed):
             return None
 

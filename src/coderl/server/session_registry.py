@@ -13,7 +13,9 @@ warm pool, the snapshots and environments of this node, the reaper.
 
 Configuration (environment of `coderl serve`): ``CODERL_SESSIONS_MAX`` (512),
 ``CODERL_SESSION_LEASE_S`` (120), ``CODERL_SESSION_POOL`` (warm sandboxes per task, 0 = off),
-``CODERL_SESSION_DIR`` (layers and relay sockets; a fresh temporary directory by default), and the
+``CODERL_SESSION_DIR`` (layers and relay sockets; a fresh temporary directory by default),
+``CODERL_SESSION_BINDS`` (``:``-separated host paths bound read-only into every session: the
+harness's own install on this node, e.g. ``/opt/mini-swe-agent``), and the
 repository grader's ``CODERL_SWE_REPOS``, ``CODERL_CACHE``, ``CODERL_WHEELHOUSE``,
 ``CODERL_SWE_CONCURRENCY``.
 """
@@ -75,6 +77,7 @@ class RegistryConfig:
     lease_s: float = 120.0
     pool_size: int = 0
     grade_concurrency: int = 2
+    ro_binds: tuple[str, ...] = ()  # host paths bound read-only into every session (the harness's install)
 
     @classmethod
     def from_env(cls) -> RegistryConfig:
@@ -88,7 +91,8 @@ class RegistryConfig:
                        capacity=int(env.get("CODERL_SESSIONS_MAX", "512")),
                        lease_s=float(env.get("CODERL_SESSION_LEASE_S", "120")),
                        pool_size=int(env.get("CODERL_SESSION_POOL", "0")),
-                       grade_concurrency=int(env.get("CODERL_SWE_CONCURRENCY", "2")))
+                       grade_concurrency=int(env.get("CODERL_SWE_CONCURRENCY", "2")),
+                       ro_binds=tuple(p for p in env.get("CODERL_SESSION_BINDS", "").split(":") if p))
         except ValueError as exc:
             raise BadRequest(f"session service settings: {exc}") from None
 
@@ -277,7 +281,8 @@ class SessionRegistry:
         await relay.start()
         try:
             session = await self.host.open(key.snapshot, limits=key.limits, env_dir=key.env_dir,
-                                           gateway_socket=str(relay.path), gateway_port=SANDBOX_PORT)
+                                           ro_binds=self.config.ro_binds, gateway_socket=str(relay.path),
+                                           gateway_port=SANDBOX_PORT)
         except BaseException:
             await relay.close()
             raise

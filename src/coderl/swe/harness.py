@@ -12,6 +12,9 @@ Placements:
   dir (a git work tree), with the gateway's unix socket bound in and relayed to
   ``127.0.0.1:<port>`` inside: the harness's only way out. The harness's own install (a venv)
   is bound read-only (``harness_binds``).
+- remote (``run_in_remote_sandbox``): the same sandbox on a sandbox node, opened through the
+  session service (`coderl.client.SessionService`); the node relays ``127.0.0.1:<port>`` to the
+  gateway's network address with the episode's credential (`coderl.server.gateway_relay`).
 - ``host``: a plain subprocess in the work dir, for debugging a harness. No isolation: the
   episode's record says so (``isolation: none``).
 
@@ -117,13 +120,42 @@ async def run_in_sandbox(template: str, *, host: Any, repo_dir: Path, task: str,
                          capture_diff: bool = False) -> HarnessResult:
     """The harness inside a session sandbox (`coderl.sandbox.session.SessionHost`) over
     ``repo_dir``; its one way out is the gateway socket, relayed to 127.0.0.1:SANDBOX_PORT."""
-    from coderl.sandbox.session import REPO, SessionLimits
+    from coderl.sandbox.session import REPO
 
-    limits = limits or SessionLimits(episode_s=timeout_s + 30, exec_s=timeout_s)
     values = _values(f"http://127.0.0.1:{SANDBOX_PORT}", session_id, model, f"/tmp/{TASK_FILE}", REPO)
-    session = await host.open(repo_dir, limits=limits, env_dir=env_dir, ro_binds=harness_binds,
+    session = await host.open(repo_dir, limits=limits or _limits(timeout_s), env_dir=env_dir, ro_binds=harness_binds,
                               gateway_socket=gateway_socket, gateway_port=SANDBOX_PORT,
                               env={**_environment(values), **(env or {})})
+    return await _episode(session, template, values, task, timeout_s, capture_diff)
+
+
+async def run_in_remote_sandbox(template: str, *, sessions: Any, task_row: dict[str, Any] | None, task: str,
+                                gateway_url: str, session_id: str, model: str, timeout_s: float,
+                                limits: Any = None, env: dict[str, str] | None = None,
+                                capture_diff: bool = False) -> HarnessResult:
+    """The harness in a session sandbox on a sandbox node (``sessions``: a
+    `coderl.client.SessionService`), over the snapshot of ``task_row`` (None: an empty work tree)
+    from that node's own store. The node relays the sandbox's 127.0.0.1:SANDBOX_PORT to
+    ``gateway_url`` (the gateway as the node reaches it) with ``session_id`` as the credential:
+    the harness sees what it sees in a local sandbox. The harness's own install must be on the
+    node, bound by the service (``CODERL_SESSION_BINDS``): a request never names host paths."""
+    from coderl.sandbox.session import REPO
+
+    values = _values(f"http://127.0.0.1:{SANDBOX_PORT}", session_id, model, f"/tmp/{TASK_FILE}", REPO)
+    session = await sessions.open(task_row, limits=limits or _limits(timeout_s),
+                                  env={**_environment(values), **(env or {})}, gateway=(gateway_url, session_id))
+    return await _episode(session, template, values, task, timeout_s, capture_diff)
+
+
+def _limits(timeout_s: float) -> Any:
+    from coderl.sandbox.session import SessionLimits
+
+    return SessionLimits(episode_s=timeout_s + 30, exec_s=timeout_s)
+
+
+async def _episode(session: Any, template: str, values: dict[str, str], task: str, timeout_s: float,
+                   capture_diff: bool) -> HarnessResult:
+    """One episode in an open session, local or remote (the same interface); closes it."""
     started = time.monotonic()
     diff = diff_error = None
     try:
