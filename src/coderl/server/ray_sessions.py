@@ -100,7 +100,7 @@ class ReplicaServer:
         bind_host = self.node_ip if settings.host in ("127.0.0.1", "localhost") else settings.host
         sock = bind_first_free(bind_host, port_base, ports)
         port = sock.getsockname()[1]
-        self.address = f"http://{self.node_ip}:{port}"
+        self.address = f"http://[{self.node_ip}]:{port}" if ":" in self.node_ip else f"http://{self.node_ip}:{port}"
         # Its layers and relays under a directory named by its port: no two live replicas of a node
         # share it, and a replica restarted on its node (same port) unmounts what its killed
         # predecessor left (SessionHost.start removes the layers of dead processes).
@@ -117,9 +117,6 @@ class ReplicaServer:
             if not self._thread.is_alive() or time.monotonic() > deadline:
                 raise ServiceUnavailable(f"the replica at {self.address} did not start within {_START_TIMEOUT_S:g} s")
             time.sleep(0.05)
-
-    def url(self) -> str:
-        return self.address
 
     def stop(self, timeout_s: float = 60.0) -> None:
         """Stop serving: uvicorn's shutdown runs the app's lifespan end, which closes every session
