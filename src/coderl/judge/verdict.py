@@ -1,4 +1,7 @@
-"""Verdicts about a program, and the precedence that makes a multiply-failing case deterministic."""
+"""Verdicts about a program, and the precedence that makes a multiply-failing case deterministic.
+
+A graded repository diff is not a program's run and has statuses of its own, never these:
+`coderl.swe.grade_status.GradeStatus`."""
 
 from __future__ import annotations
 
