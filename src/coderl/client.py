@@ -37,6 +37,7 @@ from coderl.errors import (
 )
 
 RETRY_STATUS = (429, 503, 504)
+KEEPALIVE_S = 2.0
 
 
 class SandboxClient:
@@ -52,7 +53,11 @@ class SandboxClient:
         self.max_backoff_s = max_backoff_s
         self._next = itertools.cycle(range(len(self.urls)))
         self._client = httpx.AsyncClient(timeout=httpx.Timeout(timeout_s, connect=10.0),
-                                         limits=httpx.Limits(max_connections=max_connections))
+                                         # idle connections dropped before uvicorn's 5 s keep-alive ends
+                                         # them: a request sent on one it is closing fails with a
+                                         # ReadError, which a session call (never retried) cannot survive
+                                         limits=httpx.Limits(max_connections=max_connections,
+                                                             keepalive_expiry=KEEPALIVE_S))
         self.coalesce_s = coalesce_s
         self.max_batch = max_batch
         self._pending: list[tuple[dict[str, Any], asyncio.Future[dict[str, Any]]]] = []

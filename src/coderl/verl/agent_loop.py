@@ -35,6 +35,7 @@ ever the judge's (``score: code``), ``grade_status`` only the repository grader'
 
 from __future__ import annotations
 
+import json
 import logging
 import shutil
 import subprocess
@@ -57,6 +58,7 @@ from coderl.gateway.chat import ChatFormat
 from coderl.gateway.core import SessionConfig
 from coderl.records.agent import record_episode
 from coderl.swe.grade_status import GradeStatus
+from coderl.swe.grader import GradeResult
 from coderl.swe.harness import HarnessResult, run_in_sandbox, run_on_host
 from coderl.verl.episode_worker import EpisodeWorker
 
@@ -66,7 +68,8 @@ AGENT_NAME = "coderl_gateway_agent"
 class GatewayAgentLoop(AgentLoopBase):
     def __init__(self, *args: Any, command: str = "", placement: str = "sandbox", timeout_s: float = 600.0,
                  score: str = "code", score_kwargs: dict | None = None, harness_binds: list[str] | None = None,
-                 env: dict[str, str] | None = None, model_name: str = "coderl-policy", **kwargs: Any) -> None:
+                 env: dict[str, str] | None = None, model_name: str = "coderl-policy", sessions_url: str = "",
+                 gateway_url: str = "", **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         if not command:
             raise ValueError("coderl_gateway_agent needs a harness `command` (agent loop YAML)")
@@ -79,6 +82,9 @@ class GatewayAgentLoop(AgentLoopBase):
         self.harness_binds = tuple(harness_binds or ())
         self.env = dict(env or {})
         self.model_name = model_name
+        # remote sessions (issue 28): the session service on the sandbox nodes, and the gateway as
+        # they reach it (default: this worker's loopback listener, for a service on this machine)
+        self.sessions_url, self.gateway_url = sessions_url, gateway_url
         self._grade: Any = None  # the repo grader's result, for the episode's record
         self.prompt_length = int(self.rollout_config.prompt_length)
         self.response_length = int(self.rollout_config.response_length)
@@ -157,6 +163,15 @@ class GatewayAgentLoop(AgentLoopBase):
             return await run_on_host(self.command, workdir=workdir, task=task, gateway_url=worker.http_url,
                                      session_id=sid, model=self.model_name, timeout_s=self.timeout_s, env=self.env)
         info = kwargs.get("extra_info") or {}
+        if self.sessions_url:  # the row's task by name; the node has its own snapshot and environment
+            from coderl.client import SessionService
+            from coderl.swe.harness import run_in_remote_sandbox
+
+            async with SessionService(self.sessions_url) as sessions:
+                return await run_in_remote_sandbox(
+                    self.command, sessions=sessions, task_row=json.loads(info["task"]) if info.get("task") else None,
+                    task=task, gateway_url=self.gateway_url or worker.http_url, session_id=sid,
+                    model=self.model_name, timeout_s=self.timeout_s, env=self.env, capture_diff=True)
         repo_dir = Path(info["repo_dir"]) if info.get("repo_dir") else _empty_repo(workdir / "repo")
         env_dir = Path(info["env_dir"]) if info.get("env_dir") else None
         return await run_in_sandbox(self.command, host=worker.host, repo_dir=repo_dir, task=task, env_dir=env_dir,
@@ -170,7 +185,9 @@ class GatewayAgentLoop(AgentLoopBase):
         if self.score == "repo":
             if result is not None and result.diff_error is not None:  # the agent's files made no diff
                 return 0.0, {"grade_status": GradeStatus.NO_PATCH.value, "acc": 0.0, "sandbox_error": 0}
-            graded = self._grade = await worker.graders.grade(extra_info, result.diff if result else None)
+            diff = result.diff if result else None
+            graded = self._grade = await (self._grade_remote(extra_info, diff) if self.sessions_url
+                                          else worker.graders.grade(extra_info, diff))
             return float(graded.reward or 0.0), {"grade_status": graded.status.value, "acc": float(graded.resolved),
                                                  "sandbox_error": int(graded.status == GradeStatus.SANDBOX_ERROR)}
         from coderl.verl.reward import compute_score
@@ -181,6 +198,24 @@ class GatewayAgentLoop(AgentLoopBase):
                                   **{**self.score_kwargs, "record_dir": ""})  # the episode's record has it
         return float(out["score"]), {"verdict": out.get("verdict", ""), "acc": out.get("acc", 0.0),
                                      "sandbox_error": int(out.get("sandbox_error", 0))}
+
+
+    async def _grade_remote(self, extra_info: dict[str, Any], diff: str | None) -> GradeResult:
+        """The diff graded by the session service (``/v1/swe/grade`` on the sandbox nodes)."""
+        from coderl.client import SandboxClient
+
+        try:
+            row = json.loads(extra_info["task"])
+        except (KeyError, TypeError, ValueError) as exc:
+            return GradeResult(instance_id=str(extra_info.get("instance_id", "")), status=GradeStatus.SANDBOX_ERROR,
+                               reward=None, message=f"the row carries no readable task: {exc}")
+        async with SandboxClient(self.sessions_url, timeout_s=3600.0) as client:
+            (out,) = await client.grade_swe([{"task": row, "patch": diff or ""}])
+        if "error" in out:
+            return GradeResult(instance_id=str(row.get("instance_id", "")), status=GradeStatus.SANDBOX_ERROR,
+                               reward=None, message=str(out["error"]))
+        fields = {k: v for k, v in out.items() if k in GradeResult.__dataclass_fields__}
+        return GradeResult(**{**fields, "status": GradeStatus(out["status"])})
 
 
 # A plain @register would replace the YAML's entry (its options: the harness command) with a bare
