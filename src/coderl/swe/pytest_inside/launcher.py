@@ -10,10 +10,12 @@ The process forks before any code of the repository can run:
 
 - the parent is the supervisor. It makes itself non-dumpable (a process of the same uid cannot
   reach its memory or descriptors through ``/proc``), hashes the protected test files as they are
-  before the run, relays the child's records (``R`` lines) and log (to stderr, for people) and
-  ends with the child's real exit status (``X``). Only it holds the command's stdout, so a line it
-  did not write cannot appear there unprefixed.
-- the child runs pytest. Its stdout and stderr are the log pipe; the records pipe sits at a random
+  before the run, relays the child's records (``R`` lines) and ends with the child's real exit
+  status (``X``). Only it holds the command's stdout, so a line it did not write cannot appear
+  there unprefixed.
+- the child runs pytest. Its stdout and stderr are the command's stderr, the log (for people,
+  never read for verdicts: written there directly, not through the supervisor, which would only
+  copy it and, on a busy machine, wait for a CPU to do so); the records pipe sits at a random
   descriptor number, not inheritable; every record carries an HMAC keyed by the spec's nonce (read
   from stdin, never in the environment or argv), so a record written by anything but the reporter
   is detectable. ``sys.path`` is the standard library, then the environment's site-packages, and
@@ -77,23 +79,20 @@ def main() -> None:
         except OSError:
             protected[rel] = None
     rec_r, rec_w = os.pipe()
-    log_r, log_w = os.pipe()
     pid = os.fork()
     if pid == 0:
         os.close(rec_r)
-        os.close(log_r)
-        run_child(spec, rec_w, log_w)
+        run_child(spec, rec_w)
     os.close(rec_w)
-    os.close(log_w)
     spec.clear()  # the nonce: the supervisor needs none of it
-    supervise(pid, rec_r, log_r, protected)
+    supervise(pid, rec_r, protected)
 
 
-def supervise(pid: int, rec_r: int, log_r: int, protected: dict) -> None:
+def supervise(pid: int, rec_r: int, protected: dict) -> None:
     _non_dumpable()
     write_all(1, b"E " + json.dumps({"protected": protected}).encode() + b"\n")
     pending = b""
-    open_fds = [rec_r, log_r]
+    open_fds = [rec_r]
     status = None
     drain_until = None
     while open_fds:
@@ -108,8 +107,6 @@ def supervise(pid: int, rec_r: int, log_r: int, protected: dict) -> None:
             chunk = os.read(fd, 1 << 16)
             if not chunk:
                 open_fds.remove(fd)
-            elif fd == log_r:
-                write_all(2, chunk)
             else:
                 pending += chunk
                 *lines, pending = pending.split(b"\n")
@@ -139,12 +136,11 @@ def _non_dumpable() -> None:
     CFunction(_ctypes.dlsym(_ctypes.dlopen(None), "prctl"))(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0
 
 
-def run_child(spec: dict, rec_w: int, log_w: int) -> None:
+def run_child(spec: dict, rec_w: int) -> None:
     """pytest under the pinned configuration; never returns."""
     _exit = os._exit  # bound before any code of the repository runs, which could replace os._exit
     try:
-        os.dup2(log_w, 1)
-        os.dup2(log_w, 2)
+        os.dup2(2, 1)  # the command's stdout is the supervisor's alone
         fd = 100 + secrets.randbelow(900)
         os.dup2(rec_w, fd, inheritable=False)
         os.closerange(3, fd)
