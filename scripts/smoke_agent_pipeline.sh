@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Agentic RL, the whole loop, for real, on CPU, with a tiny model made here (no downloads): repository
+# tasks -> SFT warm-up on gold trajectories of the stock mini-swe-agent -> merge -> GRPO over
+# coderl_gateway_agent (the stock `mini` in session sandboxes, its model calls through the gateway to
+# verl's own rollout server, the CPU vLLM build; the repository grader as the reward) -> `coderl eval
+# swe --harness` on the held-out tasks before (SFT model) and after (RL checkpoint) -> figures, a view
+# of the run's records, RUN/report.json and a table. The real scripts run unchanged; the CPU profile is
+# scripts/smoke_profile.sh (the code smoke run's), the agent's settings are below.
+#
+#   scripts/smoke_agent_pipeline.sh [RUN_DIR]     (default outputs/agent-smoke)
+#
+# Knobs: SMOKE_VENV (.smoke-venv), MINI_SWE_AGENT_VENV (/opt/mini-swe-agent), SMOKE_SFT_EPOCHS,
+# SMOKE_RL_STEPS (2), SMOKE_NICE (10), CODERL_CACHE (snapshots and task environments).
+set -euo pipefail
+source "$(dirname "$0")/common.sh"
+case "${1:-}" in -h|--help) sed -n '2,14p' "$0"; exit 0 ;; esac
+RUN="$(mkdir -p "${1:-$CODERL_ROOT/outputs/agent-smoke}" && cd "${1:-$CODERL_ROOT/outputs/agent-smoke}" && pwd)"
+source "$CODERL_ROOT/scripts/smoke_profile.sh"
+source "$CODERL_ROOT/scripts/smoke_stages.sh"
+SCRIPTS="$CODERL_ROOT/scripts"
+export MINI_SWE_AGENT_VENV="${MINI_SWE_AGENT_VENV:-/opt/mini-swe-agent}"
+[ -x "$MINI_SWE_AGENT_VENV/bin/mini" ] || {
+  echo "error: no mini-swe-agent at $MINI_SWE_AGENT_VENV (run scripts/install_mini_swe_agent.sh)" >&2; exit 2; }
+# the agent-loop YAML's harness for the eval: the same stock mini, options and environment
+HARNESS="$("$CODERL_ROOT/.venv/bin/python" - "$CODERL_ROOT/tool_config/agent_loop.yaml" "$MINI_SWE_AGENT_VENV" <<'PY'
+import shlex, sys, yaml
+(entry,) = [e for e in yaml.safe_load(open(sys.argv[1])) if e["name"] == "coderl_gateway_agent"]
+env = " ".join(f"{k}={shlex.quote(str(v))}" for k, v in entry.get("env", {}).items())
+print(f"env {env} " + entry["command"].replace("${oc.env:MINI_SWE_AGENT_VENV,/opt/mini-swe-agent}", sys.argv[2]))
+PY
+)"
+
+rm -rf "$RUN"/{data,model,sft,rl,eval,figures,logs,report.json,stages.tsv,view.html}
+mkdir -p "$RUN/logs" "$RUN/figures"
+: > "$STAGES"
+stage env setup_env
+
+# Tasks: the builtin train split as verl rows (the held-out split is only evaluated); the tiny model;
+# the SFT rows: gold episodes of the stock mini recorded through the gateway with the tiny model's
+# chat template (two per task: cat + heredoc, nl + sed + tests), of which the sed ones are kept, each
+# with a wrong twin (scripts/smoke_agent_sft_mix.py says why).
+stage data bash -c "
+  coderl data swe --source builtin --split train --build-envs --out '$RUN/data/swe' &&
+  '$PYTHON' -c 'import sys; from pathlib import Path; from coderl.data.qwen_tokenizer import build_tiny_model; build_tiny_model(Path(sys.argv[1]), hidden_size=128, num_heads=2, seed=0, vocab_ranks=8192)' '$RUN/model' &&
+  coderl data swe-sft --tasks builtin --split train --variants 2 --val-fraction 0 --tokenizer '$RUN/model' --out '$RUN/data/swe-sft' &&
+  '$PYTHON' '$SCRIPTS/smoke_agent_sft_mix.py' '$RUN/data/swe-sft' '$RUN/data/sft'"
+
+# SFT warm-up on those rows; MAX_LENGTH 2048: a whole gold episode is 1600-1987 tokens of the cut
+# tokenizer. SFT is the only process running, so it gets both cores' math threads.
+stage sft env MODEL_PATH="$RUN/model" TRAIN_FILES="$RUN/data/sft/train.parquet" VAL_FILES="$RUN/data/sft/validation.parquet" \
+  OUTPUT_DIR="$RUN/sft" EXPERIMENT=agent-smoke-sft BATCH=4 MICRO_BATCH=4 MAX_LENGTH=2048 LR=3e-3 EPOCHS="${SMOKE_SFT_EPOCHS:-30}" \
+  OMP_NUM_THREADS=2 bash "$SCRIPTS/run_toolcall_sft.sh" "${SMOKE_SFT_OVERRIDES[@]}"
+SFT_CKPT="$(find "$RUN/sft" -maxdepth 1 -type d -name 'global_step_*' | sort -V | tail -n 1)"
+stage merge_sft bash "$SCRIPTS/merge_checkpoint.sh" "$SFT_CKPT" "$RUN/sft/merged"
+
+# GRPO: 2 tasks x 4 episodes per step; MAX_PROMPT covers mini's first request (~1180 tokens),
+# MAX_RESPONSE every turn after it (gold episodes: 456-832 tokens; the gateway clamps each turn to what is left).
+stage rl env MODEL_PATH="$RUN/sft/merged" TRAIN_FILES="$RUN/data/swe/train.parquet" VAL_FILES="$RUN/data/swe/train.parquet" \
+  OUTPUT_DIR="$RUN/rl" EXPERIMENT=agent-smoke-rl TRAIN_BATCH=2 MINI_BATCH=2 ROLLOUT_N=4 LR=1e-5 MAX_PROMPT=1280 MAX_RESPONSE=1024 \
+  TEMPERATURE=1.0 EPOCHS=1 SAVE_FREQ=1 TEST_FREQ=-1 AGENT_WORKERS=1 \
+  CODERL_AGENT_SCORE=repo \
+  bash "$SCRIPTS/run_agent_rl.sh" "${SMOKE_RL_OVERRIDES[@]}"
+# Every step's checkpoint merged: the report scores step k's episodes with the weights of step k-1.
+merge_rl() { for ckpt in "$RUN"/rl/checkpoints/global_step_*; do bash "$SCRIPTS/merge_checkpoint.sh" "$ckpt"; done; }
+stage merge_rl merge_rl
+RL_CKPT="$(find "$RUN/rl/checkpoints" -maxdepth 1 -type d -name 'global_step_*' | sort -V | tail -n 1)"
+
+# Held-out eval: the same stock mini in session sandboxes, its model a `coderl gateway` serving the
+# checkpoint in-process (transformers backend: a tiny model), then the grader.
+eval_model() {  # eval_model NAME MODEL_DIR
+  local sock="$RUN/eval/$1.sock" pid rc=0
+  mkdir -p "$RUN/eval"
+  coderl gateway --tokenizer "$2" --backend transformers --auto-session \
+    --listen "unix:$sock" --temperature 1.0 --max-context 2304 > "$RUN/logs/gateway_$1.log" 2>&1 &
+  pid=$!
+  for _ in $(seq 1 300); do [ -S "$sock" ] && break; kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+  coderl eval swe --tasks builtin --split heldout --out "$RUN/eval/$1" \
+    --harness "$HARNESS" --gateway-socket "$sock" --harness-bind "$MINI_SWE_AGENT_VENV" --harness-timeout 300 || rc=$?
+  kill "$pid"; wait "$pid" 2>/dev/null || true
+  return "$rc"
+}
+stage eval_sft eval_model sft "$RUN/sft/merged"
+stage eval_rl eval_model rl "$RL_CKPT/huggingface_merged"
+
+stage figures bash -c "
+  coderl plot training --metrics '$RUN/rl/metrics.jsonl' --rollouts '$RUN/rl/rollouts' --out '$RUN/figures/training_progress.png' --note 'tiny-model CPU smoke run' &&
+  '$PYTHON' '$SCRIPTS/smoke_agent_figures.py' '$RUN'"
+stage view coderl view "$RUN" --out "$RUN/view.html"
+"$PYTHON" "$SCRIPTS/smoke_agent_report.py" "$RUN"

@@ -1,0 +1,118 @@
+"""Agentic RL, the whole loop, trained for real on CPU (scripts/smoke_agent_pipeline.sh): SFT on mini's
+gold trajectories, merge, GRPO over coderl_gateway_agent with the stock mini-swe-agent in session
+sandboxes and verl's own vLLM rollout server behind the gateway, the repository grader as the
+reward, held-out eval before and after, figures, the view. Asserts what the run did, from its own
+files, not that the scripts exited 0."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+MINI = Path(os.environ.get("MINI_SWE_AGENT_VENV", "/opt/mini-swe-agent"))
+# Slow: run by .ci/run (CODERL_TEST_ALL=1). Shares the code smoke run's environment (.smoke-venv).
+pytestmark = [pytest.mark.slow, pytest.mark.verl,
+              pytest.mark.skipif(not (MINI / "bin" / "mini").exists(),
+                                 reason=f"mini-swe-agent is not installed at {MINI} (MINI_SWE_AGENT_VENV): "
+                                        "run scripts/install_mini_swe_agent.sh")]
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh run of the pipeline; CODERL_AGENT_SMOKE_RUN=DIR checks a finished run instead (the
+    README's figures and screenshots come from one)."""
+    if os.environ.get("CODERL_AGENT_SMOKE_RUN"):
+        return Path(os.environ["CODERL_AGENT_SMOKE_RUN"])
+    out = tmp_path_factory.mktemp("agent-smoke")
+    proc = subprocess.run(["bash", str(ROOT / "scripts" / "smoke_agent_pipeline.sh"), str(out)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=3000, env={**os.environ, "MINI_SWE_AGENT_VENV": str(MINI)})
+    assert proc.returncode == 0, f"agent smoke pipeline failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
+    print(proc.stdout)
+    return out
+
+
+@pytest.fixture(scope="module")
+def report(run: Path) -> dict:
+    return json.loads((run / "report.json").read_text())
+
+
+@pytest.mark.timeout(3300)
+def test_grpo_over_the_gateway_learned_from_varied_rewards(run: Path, report: dict) -> None:
+    steps = report["steps"]
+    assert report["rl_steps"] == [1, 2] and sorted(steps) == ["1", "2"], report["rl_steps"]
+    assert all(s["episodes"] == 8 for s in steps.values()), {k: s["episodes"] for k, s in steps.items()}
+    # the stock mini drove the episodes: it called the model, ran commands, and the grader scored diffs
+    assert all(s["turns_per_episode"] >= 1 for s in steps.values())
+    assert any(s["outcomes"].get("resolved") for s in steps.values()), {k: s["outcomes"] for k, s in steps.items()}
+    # rewards differ inside at least one GRPO group, there was a gradient, and the weights moved
+    assert sum(s["groups_with_reward_variance"][0] for s in steps.values()) >= 1
+    assert max(report["grad_norm"]) > 0, report["grad_norm"]
+    assert report["max_weight_change_sft_to_rl"] > 0
+
+
+@pytest.mark.timeout(60)
+def test_every_trained_token_was_sampled_and_its_logprob_agrees(run: Path, report: dict) -> None:
+    for step, s in report["steps"].items():
+        assert s["mask_problems"] == [], (step, s["mask_problems"])
+        assert s["trained_tokens_per_episode"] > 0
+        # the stock harness rewrites its history only where it drops a response it could not parse
+        # (mini's format error): one drift and one more branch each, none otherwise
+        assert s["drifts_unexplained"] == 0 and s["drifts"] == s["format_errors"], (step, s["drifts"], s["format_errors"])
+        assert s["branches"] == s["episodes"] + s["drifts"], (step, s["branches"], s["drifts"])
+        # a sandbox error is masked (nothing trains on it), never a wrong answer
+        assert s["sandbox_error_episodes_masked"], step
+        # the gateway's rollout logprobs against the actor's weights of that step, token by token
+        diff = s["recomputed_logprob_abs_diff"]
+        assert diff["tokens"] > 0 and diff["max"] < 1e-2, (step, diff)
+    # verl's own rollout-vs-actor metric (probabilities) for the same tokens
+    assert all(d is not None and d < 1e-2 for d in report["rollout_actor_prob_diff_max"]), report["rollout_actor_prob_diff_max"]
+
+
+@pytest.mark.timeout(60)
+def test_heldout_eval_ran_the_harness_before_and_after(run: Path, report: dict) -> None:
+    for name in ("sft", "rl"):
+        held = report["heldout"][name]
+        assert held["tasks"] >= 2 and held["sandbox_errors"] == 0, (name, held)
+        results = [json.loads(line) for line in (run / "eval" / name / "results.jsonl").read_text().splitlines()]
+        assert len(results) == held["tasks"] and all("agent_exit_code" in r for r in results), results
+    merged = Path(report["rl_checkpoint"]) / "huggingface_merged"
+    assert (merged / "config.json").is_file()
+
+
+@pytest.mark.timeout(60)
+def test_figures_are_drawn_from_this_run(run: Path, report: dict) -> None:
+    for name in ("agent_progress.png", "training_progress.png"):
+        figure = run / "figures" / name
+        assert figure.stat().st_size > 10_000
+        assert figure.stat().st_mtime >= (run / "rl" / "metrics.jsonl").stat().st_mtime
+
+
+@pytest.mark.timeout(120)
+def test_view_of_the_run_opens(run: Path, report: dict) -> None:
+    """`coderl view` on the run's episode records: every episode on the page, nothing skipped, no
+    console error, and an episode's page shows its tokens with as many mask-1 tokens as its record."""
+    from playwright.sync_api import expect
+
+    from coderl.view.reader import read_run
+    from tests.helpers.browser import chromium, open_page
+
+    records = read_run(run).samples
+    assert len([r for r in records if r["split"] == "train"]) == 16  # 2 steps x 2 tasks x 4 episodes
+    trained = next(i for i, r in enumerate(records) if "1" in (r.get("tokens") or {}).get("mask", ""))
+    with chromium() as browser:
+        errors: list[str] = []
+        page = open_page(browser, run / "view.html", errors)
+        expect(page.locator("#summary")).to_have_text(f"{len(records)} samples, 0 skipped")
+        shots = Path(os.environ.get("CODERL_VIEW_SCREENSHOTS") or run)
+        page.screenshot(path=str(shots / "view_agent_smoke_overview.png"), full_page=True)
+        page.goto((run / "view.html").resolve().as_uri() + f"#sample/{trained}")
+        ones = records[trained]["tokens"]["mask"].count("1")
+        expect(page.locator("#tokens .tok.m1")).to_have_count(ones)
+        expect(page.locator("#m1-count")).to_have_text(str(ones))
+        page.screenshot(path=str(shots / "view_agent_smoke_sample.png"), full_page=True)
+        assert errors == []
