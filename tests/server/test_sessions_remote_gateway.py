@@ -108,3 +108,37 @@ def test_a_sandbox_reaches_its_own_gateway_session_and_nothing_else(service_url,
     }, seen
     assert (gateway.sessions[own].turns, gateway.sessions[other].turns) == (1, 0)
     assert gateway.sessions[other].state == "open"  # the admin close never reached it
+
+
+def test_eval_swe_runs_the_harness_on_the_session_service(tokenizer, tmp_path, tmp_path_factory):
+    """`coderl eval swe --harness ... --sessions-url ... --gateway-url ...`: each task's harness runs
+    in a session sandbox of the service (the task named by its row), asks the gateway (over the
+    relay) for its models and writes the answer into the work tree; the diff is graded by the same
+    service: the file is in every patch, and the tasks stay unresolved (nothing fixed them)."""
+    from coderl.eval.swe import SweEvalConfig, evaluate_swe
+    from coderl.swe.task_set import build_task_set
+    from tests.helpers.service import running_service
+
+    out = tmp_path / "ev"
+    build_task_set(out / "builtin")  # what load_tasks builds for --tasks builtin: the service's repositories
+    fmt = ChatFormat(tokenizer, {})
+    gateway = Gateway(fmt, ReplayBackend([], tokenizer, fmt.stop_ids), auto_open=True, model_name="remote-policy")
+    harness = ("python3 -I -c \"import os, urllib.request; open('models.json', 'wb').write(urllib.request.urlopen("
+               "os.environ['OPENAI_BASE_URL'] + '/models').read())\"")
+    env = {"CODERL_SWE_REPOS": str(out / "builtin" / "repos"),
+           "CODERL_SESSION_DIR": str(tmp_path_factory.mktemp("sessions"))}
+    with mock.patch.dict(os.environ, env), running_service(slots=1) as url:
+        async def main():
+            served = await serve(gateway, ["127.0.0.1:0"])
+            try:
+                return await evaluate_swe(SweEvalConfig(
+                    tasks="builtin", out_dir=str(out), cache_dir=tmp_path / "cache", harness=harness,
+                    sessions_url=url, gateway_url="http://" + served.addresses[0], harness_timeout_s=120, limit=2))
+            finally:
+                await served.stop()
+
+        summary = asyncio.run(main())
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert summary["tasks"] == 2 and summary["statuses"] == {"unresolved": 2}, summary
+    assert all("+++ b/models.json" in r["patch"] and "remote-policy" in r["patch"] for r in records), records
+    assert all(r["agent_exit_code"] == 0 for r in records), records

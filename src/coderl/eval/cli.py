@@ -63,6 +63,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     swe.add_argument("--harness-timeout", type=positive_float, default=1800.0, help="seconds per episode")
     swe.add_argument("--model", default="coderl-policy", help="model name the harness asks the gateway for")
     swe.add_argument("--sandbox-url", help="grade through a coderl service (/v1/swe/grade) instead of in-process")
+    swe.add_argument("--sessions-url", help="run --harness in the session sandboxes of this coderl service (its "
+                                            "/v1/sessions) and grade there; local sandboxes are the default")
+    swe.add_argument("--gateway-url", help="with --sessions-url: the gateway's TCP listener as that service reaches it")
     swe.add_argument("--concurrency", type=positive_int, default=2, help="tasks graded at once (default 2)")
     swe.add_argument("--cache", help="snapshots and environments (default: $CODERL_CACHE or ~/.cache/coderl)")
     swe.add_argument("--find-links", help="wheel directory for the environments (pip --no-index)")
@@ -90,6 +93,7 @@ def _swe(args: argparse.Namespace) -> int:
                         repos=args.repos, patches=args.patches, gold=args.gold, harness=args.harness,
                         gateway_socket=args.gateway_socket, harness_binds=tuple(args.harness_bind),
                         harness_timeout_s=args.harness_timeout, model=args.model, sandbox_url=args.sandbox_url,
+                        sessions_url=args.sessions_url, gateway_url=args.gateway_url,
                         concurrency=args.concurrency, find_links=Path(args.find_links) if args.find_links else None,
                         limit=args.limit, split=args.split)
     summary = asyncio.run(evaluate_swe(cfg))

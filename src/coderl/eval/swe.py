@@ -6,7 +6,10 @@ without a prediction is ``no_patch`` (unresolved, as SWE-bench counts it).
 
 A served model: ``--harness`` is an agent command (`coderl.swe.harness` placeholders) run in a
 session sandbox over the task's snapshot, whose one way out is the gateway's unix socket
-(``--gateway-socket``, a `coderl gateway --auto-session` listener); its diff is then graded.
+(``--gateway-socket``, a `coderl gateway --auto-session` listener); its diff is then graded. With
+``--sessions-url`` the sandboxes are a session service's (``coderl serve`` on a sandbox node,
+started with the same repositories as ``CODERL_SWE_REPOS``), which also grades; the node reaches
+the gateway at ``--gateway-url`` (its TCP listener).
 
 Every graded task is appended to ``results.jsonl`` at once (with the diff), so a second run on the
 same ``--out`` resumes: finished tasks are kept, ``sandbox_error`` ones are tried again. The rate
@@ -49,6 +52,8 @@ class SweEvalConfig:
     harness_timeout_s: float = 1800.0
     model: str = "coderl-policy"
     sandbox_url: str | None = None
+    sessions_url: str | None = None  # the harness's sessions (and the grading) on a session service
+    gateway_url: str | None = None  # with sessions_url: the gateway as that service's node reaches it
     concurrency: int = 2
     find_links: Path | None = None
     limit: int | None = None
@@ -92,10 +97,13 @@ async def evaluate_swe(cfg: SweEvalConfig) -> dict[str, Any]:
     modes = sum(bool(x) for x in (cfg.patches, cfg.gold, cfg.harness))
     if modes != 1:
         raise BadRequest("give exactly one of --patches, --gold or --harness")
-    if cfg.harness and not cfg.gateway_socket:
+    if cfg.harness and not cfg.sessions_url and not cfg.gateway_socket:
         raise BadRequest("--harness needs --gateway-socket (a `coderl gateway --auto-session` unix listener)")
+    if cfg.sessions_url and cfg.harness and not cfg.gateway_url:
+        raise BadRequest("--sessions-url with --harness needs --gateway-url (the gateway's TCP listener as the "
+                         "session service's node reaches it)")
     if cfg.harness and cfg.sandbox_url:
-        raise BadRequest("--harness runs its sessions on this machine: drop --sandbox-url")
+        raise BadRequest("--harness runs its sessions on this machine: drop --sandbox-url (or use --sessions-url)")
     tasks, repos = load_tasks(cfg)
     patches = None if cfg.harness else load_patches(cfg, tasks)
     out = Path(cfg.out_dir)
@@ -108,10 +116,13 @@ async def evaluate_swe(cfg: SweEvalConfig) -> dict[str, Any]:
     gate = asyncio.Semaphore(cfg.concurrency)
     async with contextlib.AsyncExitStack() as stack:
         client, grader = None, None
-        if cfg.sandbox_url:  # the service grades: no sandbox on this machine
-            from coderl.client import SandboxClient
+        sessions = None
+        if cfg.sandbox_url or cfg.sessions_url:  # the service grades: no sandbox on this machine
+            from coderl.client import SandboxClient, SessionService
 
-            client = SandboxClient(cfg.sandbox_url.split(","), timeout_s=3600.0)
+            client = SandboxClient((cfg.sandbox_url or cfg.sessions_url or "").split(","), timeout_s=3600.0)
+            if cfg.sessions_url:
+                sessions = await stack.enter_async_context(SessionService(cfg.sessions_url))
         else:
             host = await stack.enter_async_context(SessionHost())
             grader = RepoGrader(host, store, env_cache=cfg.cache_dir, find_links=cfg.find_links,
@@ -122,8 +133,7 @@ async def evaluate_swe(cfg: SweEvalConfig) -> dict[str, Any]:
                 if patches is not None:
                     diff, extra = patches.get(task.instance_id), {}
                 else:
-                    assert grader is not None
-                    diff, extra = await _run_agent(cfg, grader, task)
+                    diff, extra = await _run_agent(cfg, grader, sessions, task)
                 if diff is None:
                     record = {"instance_id": task.instance_id, "status": GradeStatus.NO_PATCH,
                               "reward": GradeStatus.NO_PATCH.reward, "resolved": False}
@@ -150,18 +160,27 @@ async def evaluate_swe(cfg: SweEvalConfig) -> dict[str, Any]:
     return summary
 
 
-async def _run_agent(cfg: SweEvalConfig, grader: RepoGrader, task: RepoTask) -> tuple[str | None, dict[str, Any]]:
-    """The harness on the task in a session sandbox; its diff (None when its files make none: graded
-    ``no_patch``, with the reason as ``agent_message``)."""
+async def _run_agent(cfg: SweEvalConfig, grader: RepoGrader | None, sessions: Any,
+                     task: RepoTask) -> tuple[str | None, dict[str, Any]]:
+    """The harness on the task in a session sandbox, here or on the session service (``sessions``);
+    its diff (None when its files make none: graded ``no_patch``, with the reason as ``agent_message``)."""
     from coderl.data.swe import prompt_of
-    from coderl.swe.harness import run_in_sandbox
+    from coderl.swe.harness import run_in_remote_sandbox, run_in_sandbox
 
-    snapshot, env = await grader.prepare(task)
-    assert cfg.harness is not None and cfg.gateway_socket is not None
-    result = await run_in_sandbox(cfg.harness, host=grader.host, repo_dir=snapshot, task=prompt_of(task)[0]["content"],
-                                  gateway_socket=cfg.gateway_socket, session_id=f"swe-{uuid.uuid4().hex}",
-                                  model=cfg.model, timeout_s=cfg.harness_timeout_s,
-                                  harness_binds=cfg.harness_binds, env_dir=env, capture_diff=True)
+    assert cfg.harness is not None
+    prompt, sid = prompt_of(task)[0]["content"], f"swe-{uuid.uuid4().hex}"
+    if sessions is not None:
+        assert cfg.gateway_url is not None
+        result = await run_in_remote_sandbox(cfg.harness, sessions=sessions, task_row=task.to_row(), task=prompt,
+                                             gateway_url=cfg.gateway_url, session_id=sid, model=cfg.model,
+                                             timeout_s=cfg.harness_timeout_s, capture_diff=True)
+    else:
+        assert grader is not None and cfg.gateway_socket is not None
+        snapshot, env = await grader.prepare(task)
+        result = await run_in_sandbox(cfg.harness, host=grader.host, repo_dir=snapshot, task=prompt,
+                                      gateway_socket=cfg.gateway_socket, session_id=sid, model=cfg.model,
+                                      timeout_s=cfg.harness_timeout_s, harness_binds=cfg.harness_binds, env_dir=env,
+                                      capture_diff=True)
     extra = {"agent_exit_code": result.exit_code, "agent_timed_out": result.timed_out}
     if result.diff_error is not None:
         extra["agent_message"] = result.diff_error
