@@ -47,13 +47,10 @@ def test_sessions_open_past_a_lost_and_a_full_replica_and_stay_on_theirs(tmp_pat
 def test_no_replica_able_to_open_names_each():
     with refused_url() as one, refused_url() as two:
         async def main() -> None:
-            sessions = ReplicaSessions([one, two])
-            try:
+            async with ReplicaSessions([one, two]) as sessions:
                 with pytest.raises(ServiceUnavailable, match="no session replica opened a session") as caught:
                     await sessions.open(limits=LIMITS)
                 assert one in str(caught.value) and two in str(caught.value)
-            finally:
-                await sessions.aclose()
 
         asyncio.run(main())
 

@@ -239,6 +239,12 @@ class ReplicaSessions:
         for service in self.services:
             await service.aclose()
 
+    async def __aenter__(self) -> ReplicaSessions:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
 
 def deploy_sessions(settings: Settings, *, episodes_per_replica: float, replicas: int | None = None) -> int:
     """`coderl serve --ray --episodes-per-replica E`: join the Ray cluster, place the replicas
