@@ -68,3 +68,36 @@ def test_bad_placement_is_one_line(kwargs, message):
 def test_no_replica_urls_is_one_line():
     with pytest.raises(BadRequest, match="no session replica URLs given"):
         ReplicaSessions([])
+
+
+@pytest.mark.verl
+def test_the_agent_loop_takes_a_replica_list(tokenizer, tmp_path):
+    """verl's `GatewayAgentLoop` with ``sessions_url`` a list (a lost replica first, then a real
+    service): the episode opens past the lost one, runs there and is graded resolved (the grade
+    request spread over the same list)."""
+    from verl.experimental.agent_loop.agent_loop import DictConfigWrap, ToolListWrap
+    from verl.utils.dataset.rl_dataset import RLHFDataset
+
+    from coderl.sandbox import isolation
+    from coderl.verl.agent_loop import GatewayAgentLoop
+    from tests.agent.test_agent_loop import HERE, config, gold_fix_episode
+    from tests.helpers.qwen_tokenizer import build_tiny_model
+
+    row, extra_info, server = gold_fix_episode(tokenizer, tmp_path)
+    command = f"{isolation.sandbox_python()} {HERE / 'scripted_agent.py'}"
+    cfg = config(build_tiny_model(), tmp_path, "sandbox", command, [])
+    service_env = {"CODERL_SWE_REPOS": extra_info["repos_dir"], "CODERL_SESSION_BINDS": str(HERE),
+                   "CODERL_SESSION_DIR": str(tmp_path / "sessions")}
+    with mock.patch.dict(os.environ, service_env), running_service(slots=1) as url, refused_url() as lost:
+        async def main():
+            loop = GatewayAgentLoop(trainer_config=DictConfigWrap(cfg), server_manager=server, tokenizer=tokenizer,
+                                    processor=None, dataset_cls=RLHFDataset, data_config=DictConfigWrap(cfg.data),
+                                    hf_model_type="qwen2", tools=ToolListWrap([]), command=command, timeout_s=180,
+                                    score="repo", sessions_url=f"{lost},{url}")
+            return await loop.run({"temperature": 1.0}, raw_prompt=list(row["prompt"]),
+                                  data_source=row["data_source"], reward_model=dict(row["reward_model"]),
+                                  extra_info=extra_info)
+
+        out = asyncio.run(main())
+    assert out.extra_fields["sandbox_error"] == 0, out.extra_fields
+    assert out.extra_fields["grade_status"] == "resolved" and out.reward_score == 1.0, out.extra_fields

@@ -207,7 +207,8 @@ class ReplicaSessions:
     """The trainer's side of a replica list: each session is opened on the next replica in turn,
     past any that refuses (its node lost, or full: `ServiceUnavailable` after ``open_retries``), and
     every later call of that session goes to the replica that opened it (`RemoteSession`: a
-    session's state lives in one process). ``replica_of`` maps a session id to its replica's URL."""
+    session's state lives in one process). ``replica_of`` maps a session id to its replica's URL.
+    With one URL it opens as that URL's `SessionService` does (its retries)."""
 
     def __init__(self, urls: list[str], *, open_retries: int = 1, timeout_s: float = 120.0) -> None:
         from coderl.client import SessionService
@@ -215,8 +216,9 @@ class ReplicaSessions:
         if not urls:
             raise BadRequest("no session replica URLs given")
         self.services = [SessionService(url, timeout_s=timeout_s) for url in urls]
-        for service in self.services:  # a dead replica costs one retry, not the client's default four
-            service.client.retries = open_retries
+        if len(urls) > 1:  # a dead replica costs one retry, not the client's four (one URL: nowhere else to go)
+            for service in self.services:
+                service.client.retries = open_retries
         self.replica_of: dict[str, str] = {}
         self._next = itertools.count()
 

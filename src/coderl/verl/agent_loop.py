@@ -164,10 +164,10 @@ class GatewayAgentLoop(AgentLoopBase):
                                      session_id=sid, model=self.model_name, timeout_s=self.timeout_s, env=self.env)
         info = kwargs.get("extra_info") or {}
         if self.sessions_url:  # the row's task by name; the node has its own snapshot and environment
-            from coderl.client import SessionService
+            from coderl.server.ray_sessions import ReplicaSessions
             from coderl.swe.harness import run_in_remote_sandbox
 
-            async with SessionService(self.sessions_url) as sessions:
+            async with ReplicaSessions(self.sessions_url.split(",")) as sessions:  # one URL or the replicas'
                 return await run_in_remote_sandbox(
                     self.command, sessions=sessions, task_row=json.loads(info["task"]) if info.get("task") else None,
                     task=task, gateway_url=self.gateway_url or worker.http_url, session_id=sid,
@@ -209,7 +209,7 @@ class GatewayAgentLoop(AgentLoopBase):
         except (KeyError, TypeError, ValueError) as exc:
             return GradeResult(instance_id=str(extra_info.get("instance_id", "")), status=GradeStatus.SANDBOX_ERROR,
                                reward=None, message=f"the row carries no readable task: {exc}")
-        async with SandboxClient(self.sessions_url, timeout_s=3600.0) as client:
+        async with SandboxClient(self.sessions_url.split(","), timeout_s=3600.0) as client:
             (out,) = await client.grade_swe([{"task": row, "patch": diff or ""}])
         if "error" in out:
             return GradeResult(instance_id=str(row.get("instance_id", "")), status=GradeStatus.SANDBOX_ERROR,
