@@ -9,6 +9,20 @@ task of coderl's own set (full boundary, cgroups, overlay per episode).
   memory charged to each idle episode's cgroup and the wall time of the K runs.
 
     nice -n 19 python benchmarks/bench_sessions.py [--starts 20] [--concurrency 8,32,64]
+
+``--remote``: the same sessions served by a real `coderl serve` (``/v1/sessions``, the client's
+`RemoteSession`) on this machine, measured from a client process:
+
+- cold start: open + first command, sequential (p50/p99), on a service without a warm pool;
+- warm hand-out: the open request alone (p50/p99) and open + first command, on a service whose
+  pool (``--pool``) was refilled before each open;
+- exec round trip of ``true``: remote (client -> service -> sandbox) vs local (`Session.exec` in
+  process), p50 of each, and the difference (the remote overhead);
+- K episodes starting at once (cold service): per-episode start p50/p99 and the wall time; then
+  idle, the memory charged per episode (its cgroup) and the service's own growth (RSS), and from
+  both the idle episodes per GiB; then one ``true`` each at once.
+
+    nice -n 19 python benchmarks/bench_sessions.py --remote [--starts 50] [--concurrency 16,128,512] [--pool 8]
 """
 
 from __future__ import annotations
@@ -39,6 +53,16 @@ def cgroup_mib(session) -> float:  # type: ignore[no-untyped-def]
     name = "memory.current" if cg.version == "v2" else "memory.usage_in_bytes"
     d = cg.dirs.get("unified") or cg.dirs["memory"]
     return int((d / name).read_text()) / 2**20
+
+
+def pct(values: list[float], q: float) -> float:
+    """The ``q`` quantile (0..1) of ``values``, nearest rank."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+
+def summary(values: list[float]) -> str:
+    return f"p50 {pct(values, 0.5):.1f} ms, p99 {pct(values, 0.99):.1f} ms (n={len(values)})"
 
 
 def du_mib(path: Path) -> float:
@@ -90,8 +114,143 @@ async def main(args: argparse.Namespace) -> None:
                   f"K test runs at once in {ran:.2f} s ({k / ran:.1f} runs/s), {ok}/{k} ran to the expected end")
 
 
+def slot_mib(pid: int) -> tuple[int, float]:
+    """(sessions, MiB charged to them): the service's session cgroups (``slot1000NN``)."""
+    total, names = 0, set()
+    for base in Path("/sys/fs/cgroup").glob(f"**/coderl-{pid}-*"):
+        for slot in base.glob("slot1*"):
+            for name in ("memory.current", "memory.usage_in_bytes"):
+                if (slot / name).is_file():
+                    total += int((slot / name).read_text())
+                    names.add(slot.name)
+    return len(names), total / 2**20
+
+
+def child_service_pid() -> int:
+    """The `coderl serve` this process started (running_service's child)."""
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                if ppid == os.getpid() and b"serve" in (entry / "cmdline").read_bytes():
+                    return int(entry.name)
+            except (OSError, ValueError):
+                continue
+    raise SystemExit("the coderl serve this benchmark started is not among its children")
+
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+async def timed_start(sessions, limits: SessionLimits) -> tuple[float, float, object]:  # type: ignore[no-untyped-def]
+    """(ms to the open's answer, ms to the first command's answer, the session)."""
+    t0 = time.perf_counter()
+    s = await sessions.open(limits=limits)
+    t1 = time.perf_counter()
+    await s.exec("true")
+    return 1000 * (t1 - t0), 1000 * (time.perf_counter() - t0), s
+
+
+async def remote(args: argparse.Namespace) -> None:
+    from unittest import mock
+
+    from coderl.client import SessionService
+    from coderl.server.launch import running_service
+
+    env = {"CODERL_SESSIONS_MAX": str(max(args.concurrency) + 8), "CODERL_SESSION_LEASE_S": "600"}
+    print(f"load average at start: {os.getloadavg()}")
+    with mock.patch.dict(os.environ, {**env, "CODERL_SESSION_POOL": "0"}), running_service(slots=1) as url:
+        pid = child_service_pid()
+        async with SessionService(url, timeout_s=600) as sessions:
+            await (await sessions.open(limits=LIMITS)).close()  # the first open makes the empty work tree
+            starts = []
+            for _ in range(args.starts):
+                _, ms, s = await timed_start(sessions, LIMITS)
+                starts.append(ms)
+                await s.close()
+            print(f"cold start (open + first command), sequential: {summary(starts)}")
+            s = await sessions.open(limits=LIMITS)
+            remote_rt = []
+            for _ in range(args.starts * 4):
+                t0 = time.perf_counter()
+                await s.exec("true")
+                remote_rt.append(1000 * (time.perf_counter() - t0))
+            await s.close()
+            local_rt = await local_exec_rt(args.starts * 4)
+            print(f"exec round trip of `true`: remote p50 {pct(remote_rt, .5):.2f} ms (p99 {pct(remote_rt, .99):.2f}),"
+                  f" local p50 {pct(local_rt, .5):.2f} ms (p99 {pct(local_rt, .99):.2f}); remote overhead p50 "
+                  f"{pct(remote_rt, .5) - pct(local_rt, .5):.2f} ms")
+            for k in args.concurrency:
+                base_rss = rss_mib(pid)
+                t0 = time.perf_counter()
+                results = await asyncio.gather(*(timed_start(sessions, LIMITS) for _ in range(k)))
+                wall = time.perf_counter() - t0
+                opened = [s for _, _, s in results]
+                await asyncio.sleep(1)
+                n, charged = slot_mib(pid)
+                grew = rss_mib(pid) - base_rss
+                per = (charged + grew) / k
+                t1 = time.perf_counter()
+                execs = await asyncio.gather(*(s.exec("true") for s in opened))
+                ran = time.perf_counter() - t1
+                print(f"K={k:>3} starting at once: start {summary([ms for _, ms, _ in results])}, all open in "
+                      f"{wall:.2f} s; idle: {n} cgroups, {charged / k:.2f} MiB charged + {grew / k:.2f} MiB service "
+                      f"RSS per episode = {1024 / per:.0f} idle episodes per GiB; one `true` each at once in "
+                      f"{ran:.2f} s ({sum(r.exit_code == 0 for r in execs)}/{k} ok); load {os.getloadavg()[0]:.1f}")
+                await asyncio.gather(*(s.close() for s in opened))
+    with mock.patch.dict(os.environ, {**env, "CODERL_SESSION_POOL": str(args.pool)}), \
+            running_service(slots=1) as url:
+        async with SessionService(url, timeout_s=600) as sessions:
+            await sessions.warm(limits=LIMITS)
+            handout, first = [], []
+            for _ in range(args.starts):
+                await wait_pool(sessions, args.pool)
+                ms_open, ms, s = await timed_start(sessions, LIMITS)
+                assert s.warm, "the pool was refilled before the open"
+                handout.append(ms_open)
+                first.append(ms)
+                await s.close()
+            print(f"warm pool (size {args.pool}): hand-out (the open request) {summary(handout)}; "
+                  f"open + first command {summary(first)}")
+    print(f"load average at the end: {os.getloadavg()}")
+
+
+async def wait_pool(sessions, size: int) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + 120
+    while (await sessions.stats())["pool"]["ready"] < size:
+        if time.monotonic() > deadline:
+            raise SystemExit(f"the warm pool did not refill to {size} in 120 s")
+        await asyncio.sleep(0.05)
+
+
+async def local_exec_rt(n: int) -> list[float]:
+    """``true`` in a local session, in process: the baseline of the remote round trip."""
+    root = Path(tempfile.mkdtemp(prefix="bench-sessions-"))
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    subprocess.run(["git", "-C", str(root), "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-q",
+                    "--allow-empty", "-m", "empty"], check=True)
+    out = []
+    async with SessionHost() as host:
+        s = await host.open(root, limits=LIMITS)
+        for _ in range(n):
+            t0 = time.perf_counter()
+            await s.exec("true")
+            out.append(1000 * (time.perf_counter() - t0))
+        await s.close()
+    return out
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--starts", type=int, default=20)
-    parser.add_argument("--concurrency", default="8,32,64", type=lambda s: [int(x) for x in s.split(",")])
-    asyncio.run(main(parser.parse_args()))
+    parser.add_argument("--concurrency", default=None, type=lambda s: [int(x) for x in s.split(",")])
+    parser.add_argument("--remote", action="store_true", help="sessions served by a real coderl serve")
+    parser.add_argument("--pool", type=int, default=8, help="with --remote: the warm pool's size")
+    parsed = parser.parse_args()
+    if parsed.concurrency is None:
+        parsed.concurrency = [16, 128, 512] if parsed.remote else [8, 32, 64]
+    asyncio.run(remote(parsed) if parsed.remote else main(parsed))
