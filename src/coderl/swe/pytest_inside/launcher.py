@@ -218,8 +218,12 @@ def _sender(fd: int, key: bytes):  # type: ignore[no-untyped-def]
 
 
 def _load_reporter():  # type: ignore[no-untyped-def]
+    """The reporter beside this file: ``reporter.pyc`` when this is the compiled launcher
+    (``grading_run.compiled_launcher``: both compiled on the host, so neither is compiled again
+    on every run), else ``reporter.py``."""
     here = os.path.dirname(os.path.abspath(__file__))
-    spec = importlib.util.spec_from_file_location("coderl_grading_reporter", os.path.join(here, "reporter.py"))
+    name = "reporter.pyc" if __file__.endswith(".pyc") else "reporter.py"
+    spec = importlib.util.spec_from_file_location("coderl_grading_reporter", os.path.join(here, name))
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
