@@ -1,6 +1,6 @@
 """The gateway link of remote sessions: a harness in a session sandbox of a real `coderl serve`
 reaches a real gateway over the network (TCP, here on loopback) through its session's relay, with
-its own session's credential and nothing else: its model call lands in its gateway session; another
+its own session's credential and nothing else: its model calls (plain and streamed) land in its gateway session; another
 session's credential (key, header or path), the gateway's admin routes, an oversized body, and a
 direct connection to the gateway or the service are all refused."""
 
@@ -39,9 +39,16 @@ def call(path, key=None, body=None, method="POST", headers=()):
     except urllib.error.HTTPError as e:
         return [e.code, json.loads(e.read() or b"{}")]
 chat = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 16}
+def stream(key):  # server-sent events, relayed as they come (chunked)
+    req = urllib.request.Request(base + "/chat/completions", data=json.dumps({**chat, "stream": True}).encode(),
+                                 headers={"content-type": "application/json", "authorization": "Bearer " + key})
+    with urllib.request.urlopen(req, timeout=60) as r:
+        events = [line for line in r.read().decode().splitlines() if line.startswith("data: ")]
+    return "stream ok" if events[-1] == "data: [DONE]" and "hello" in "".join(events) else "bad stream: %r" % events
 own, other = os.environ["OPENAI_API_KEY"], os.environ["OTHER_SESSION"]
 out = {
     "own": call("/v1/chat/completions", own, chat),
+    "own_stream": stream(own),
     "no_key": call("/v1/models", None, None, "GET"),
     "other_key": call("/v1/chat/completions", other, chat),
     "other_header": call("/v1/chat/completions", own, chat, headers=[("x-coderl-session", other)]),
@@ -72,7 +79,8 @@ def service_url(tmp_path_factory):
 
 def test_a_sandbox_reaches_its_own_gateway_session_and_nothing_else(service_url, tokenizer, tmp_path):
     fmt = ChatFormat(tokenizer, {})
-    gateway = Gateway(fmt, ReplayBackend(["hello from the model"], tokenizer, fmt.stop_ids), model_name="m")
+    gateway = Gateway(fmt, ReplayBackend(["hello from the model"], tokenizer, fmt.stop_ids,
+                                         fallback="hello again"), model_name="m")
     own, other = "ep-" + uuid.uuid4().hex, "ep-" + uuid.uuid4().hex
     for sid in (own, other):
         gateway.open(sid, SessionConfig(max_context=4096, timeout_s=600))
@@ -98,7 +106,7 @@ def test_a_sandbox_reaches_its_own_gateway_session_and_nothing_else(service_url,
     assert result.exit_code == 0, result.output_tail
     seen = json.loads(result.output_tail.strip().splitlines()[-1])
     assert seen == {
-        "own": [200, None], "no_key": [200, None],
+        "own": [200, None], "own_stream": "stream ok", "no_key": [200, None],
         "other_key": [403, "relay_refused"], "other_header": [403, "relay_refused"],
         "other_path": [403, "relay_refused"],
         "admin_read": [403, "relay_refused"], "admin_open": [403, "relay_refused"],
@@ -106,7 +114,7 @@ def test_a_sandbox_reaches_its_own_gateway_session_and_nothing_else(service_url,
         "big": [413, "relay_refused"],
         "gateway_direct": "ConnectionRefusedError", "service_direct": "ConnectionRefusedError",
     }, seen
-    assert (gateway.sessions[own].turns, gateway.sessions[other].turns) == (1, 0)
+    assert (gateway.sessions[own].turns, gateway.sessions[other].turns) == (2, 0)
     assert gateway.sessions[other].state == "open"  # the admin close never reached it
 
 
