@@ -42,7 +42,10 @@ def char_ids(tokenizer, text: str) -> list[int]:
 
 
 class ScriptedServer:
-    """verl's LLMServerClient seam: each request id (= gateway session) gets the script in order."""
+    """verl's LLMServerClient seam: each request id (= gateway session) gets the script in order,
+    sampled by weights version ``VERSION`` (verl's rollout servers stamp each output so)."""
+
+    VERSION = 7
 
     def __init__(self, tokenizer, script: list[list[int]]) -> None:
         self.script = script
@@ -57,7 +60,8 @@ class ScriptedServer:
         ids = self.script[min(i, len(self.script) - 1)]
         logprobs = [-0.5 - 0.001 * k for k in range(len(ids))]
         self.calls.append((request_id, list(prompt_ids), ids, dict(sampling_params)))
-        return TokenOutput(token_ids=ids, log_probs=logprobs, stop_reason="completed")
+        return TokenOutput(token_ids=ids, log_probs=logprobs, stop_reason="completed",
+                           extra_fields={"global_steps": self.VERSION})
 
 
 def script(tokenizer, solution: str = SOLUTION) -> list[list[int]]:
@@ -146,6 +150,8 @@ def test_agent_loop_worker_runs_a_harness_on_host(tiny_model, tokenizer, tmp_pat
     extra = out.non_tensor_batch
     assert extra["agent_exit_code"][0] == 0 and extra["drifts"][0] == 0 and extra["agent_isolation"][0] == "none"
     assert extra["verdict"][0] == "accepted" and "grade_status" not in extra  # the judge scored it, no grader
+    # the trainer's staleness metrics read the versions that sampled the trajectory
+    assert extra["min_global_steps"][0] == extra["max_global_steps"][0] == ScriptedServer.VERSION
 
 
 def test_agent_loop_in_session_sandbox(tiny_model, tokenizer, tmp_path):

@@ -26,6 +26,7 @@ class Generation:
     ids: list[int]
     logprobs: list[float] | None
     stopped_by_length: bool
+    weights_version: int | None = None  # the policy version that sampled it, where the backend knows (verl)
 
 
 class TokenBackend(Protocol):
@@ -39,11 +40,14 @@ def _length_stopped(ids: list[int], max_tokens: int, stop_ids: set[int]) -> bool
 
 class VerlBackend:
     """verl's async rollout server manager. The session id is the request id, so verl's sticky
-    routing keeps a session on one server (prefix cache)."""
+    routing keeps a session on one server (prefix cache). Each output carries the weights version
+    that sampled it (verl's ``global_steps``), which verl's trainer needs back per trajectory;
+    ``last_version`` is the newest one seen, for an episode that never reached the model."""
 
     def __init__(self, server_manager: Any, stop_ids: set[int]) -> None:
         self.server_manager = server_manager
         self.stop_ids = stop_ids
+        self.last_version: int | None = None
 
     async def generate(self, prompt_ids: list[int], max_tokens: int, sampling: dict[str, Any],
                        request_id: str) -> Generation:
@@ -55,7 +59,10 @@ class VerlBackend:
         logprobs = list(out.log_probs)[: len(ids)] if out.log_probs is not None else None
         if out.stop_reason == "aborted":
             raise ServiceUnavailable("the rollout server aborted the generation")
-        return Generation(ids, logprobs, _length_stopped(ids, max_tokens, self.stop_ids))
+        version = (getattr(out, "extra_fields", None) or {}).get("global_steps")
+        if version is not None:
+            self.last_version = version
+        return Generation(ids, logprobs, _length_stopped(ids, max_tokens, self.stop_ids), version)
 
 
 class OpenAICompatBackend:

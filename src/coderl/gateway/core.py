@@ -56,6 +56,7 @@ class Session:
     turns: int = 0
     ill_formed: int = 0
     generation_s: float = 0.0
+    weights_versions: list[int] = field(default_factory=list)  # of each generation, where the backend says
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     task: asyncio.Task | None = None
 
@@ -199,6 +200,8 @@ class Gateway:
             self.abort(session.id, "timeout")
             raise SessionTimeout(f"session {session.id!r} ran past its {session.config.timeout_s:g} s budget") from None
         session.generation_s += time.monotonic() - started
+        if gen.weights_version is not None:
+            session.weights_versions.append(gen.weights_version)
         branch.extend_sampled(gen.ids, gen.logprobs, "length" if gen.stopped_by_length else "stop")
         turn, pending = fmt.parse(gen.ids, gen.stopped_by_length)
         turn.prompt_tokens = len(prompt_ids)

@@ -123,6 +123,10 @@ class GatewayAgentLoop(AgentLoopBase):
         extra.update(num_branches=summary["branches"], drifts=summary["drifts"], agent_turns=summary["turns"],
                      dropped_sampled_tokens=summary["dropped_sampled_tokens"], demoted_tokens=summary["demoted_tokens"],
                      context_truncated=int(summary["truncated"]), ill_formed_tool_calls=summary["ill_formed_tool_calls"])
+        # verl's trainer reads each trajectory's policy versions (staleness metrics); an episode that
+        # never reached the model (masked, nothing trains) takes the newest version the worker saw.
+        versions = session.weights_versions or [worker.last_weights_version or 0]
+        extra.update(min_global_steps=min(versions), max_global_steps=max(versions))
         if branch.turns:
             prompt_ids = branch.ids[: branch.prompt_len]
             response_ids = branch.ids[branch.prompt_len:][: self.response_length]

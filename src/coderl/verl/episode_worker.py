@@ -77,6 +77,12 @@ class EpisodeWorker:
     def http_url(self) -> str:
         return "http://" + self.served.addresses[1]
 
+    @property
+    def last_weights_version(self) -> int | None:
+        """The newest policy version the worker's rollout servers reported (verl's global_steps)."""
+        backend = self.gateway.backend
+        return backend.last_version if isinstance(backend, VerlBackend) else None
+
     async def aclose(self) -> None:
         if self.closed:
             return
