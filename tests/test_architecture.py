@@ -178,6 +178,27 @@ def test_the_tree_keeps_the_rule(rule: str) -> None:
     assert check(SRC)[rule] == [], f"{rule}: " + "; ".join(map(str, check(SRC)[rule]))
 
 
+def private_imports(files: list[Path]) -> list[str]:
+    """Each ``from coderl.x import _name`` (a module's private name) in ``files``: a helper another
+    module, a test or a benchmark needs is part of its module's interface, so it is public."""
+    found = []
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "coderl":
+                found += [f"{path}:{node.lineno} imports {node.module}.{alias.name}" for alias in node.names
+                          if alias.name.startswith("_") and not alias.name.startswith("__")]
+    return found
+
+
+def test_no_private_name_is_imported_from_another_module(tmp_path: Path) -> None:
+    root = SRC.parent
+    files = [p for d in ("src", "tests", "benchmarks", "scripts") for p in sorted((root / d).rglob("*.py"))
+             if not any(part in ("tasks", "__pycache__") for part in p.relative_to(root / d).parts[:3])]
+    assert private_imports(files) == []
+    broken = _write(tmp_path, {"t.py": "from coderl.judge.compare import _tokens, __doc__, tokens\n"})
+    assert private_imports([broken / "t.py"]) == [f"{broken / 't.py'}:1 imports coderl.judge.compare._tokens"]
+
+
 def test_the_reader_sees_every_kind_of_import() -> None:
     """Relative, function-level and ``from package import module`` imports each name their module."""
     modules, imports = read_imports(SRC)

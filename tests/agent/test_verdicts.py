@@ -10,7 +10,7 @@ import os
 import pytest
 
 from coderl.sandbox.session import ExecResult
-from coderl.swe.pytest_inside.launcher import EXIT_NO_RUNNER, _sender
+from coderl.swe.pytest_inside.launcher import EXIT_NO_RUNNER, sender
 from coderl.swe.verdicts import decide
 
 NONCE = "n" * 64
@@ -20,7 +20,7 @@ T = "tests/test_x.py::test_a"
 def stream(records: list[tuple[str, dict]], exit_code: int | None = 0, drop: int | None = None) -> str:
     """The supervisor's stdout for these records, written through the launcher's sender."""
     r, w = os.pipe()
-    send = _sender(w, NONCE.encode())
+    send = sender(w, NONCE.encode())
     for kind, fields in records:
         send(kind, **fields)
     os.close(w)

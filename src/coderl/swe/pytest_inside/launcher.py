@@ -149,7 +149,7 @@ def run_child(spec: dict, rec_w: int) -> None:
         os.environ.clear()
         os.environ.update(spec["env"])
         repo_paths = _site(spec["site_packages"])
-        send = _sender(fd, key)
+        send = sender(fd, key)
         del key
         try:
             import pluggy
@@ -203,7 +203,7 @@ def _site(site_packages: str) -> list[str]:
     return repo
 
 
-def _sender(fd: int, key: bytes):  # type: ignore[no-untyped-def]
+def sender(fd: int, key: bytes):  # type: ignore[no-untyped-def]
     """``send(kind, **fields)``: one record, ``<hmac> <json>``, written whole to the records pipe."""
     seq = itertools.count()
     dumps, new, sha256, write = json.dumps, hmac.new, hashlib.sha256, os.write
