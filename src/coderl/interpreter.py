@@ -11,7 +11,7 @@ from typing import Any, Protocol
 from coderl.errors import BadRequest, CoderlError
 
 
-class Runner(Protocol):
+class CodeRunner(Protocol):
     """What runs the code: `coderl.client.SandboxClient` or anything with its ``run``."""
 
     async def run(self, language: str, code: str, stdin: str, limits: dict[str, Any]) -> dict[str, Any]: ...
@@ -38,7 +38,7 @@ class InterpreterSettings:
                    max_output_chars=int(config.get("max_output_chars", d.max_output_chars)))
 
 
-async def call_interpreter(sandbox: Runner, args: dict[str, Any],
+async def call_interpreter(sandbox: CodeRunner, args: dict[str, Any],
                            settings: InterpreterSettings = InterpreterSettings()) -> tuple[str, dict[str, Any]]:
     """One tool call: the text the model sees and the call's metrics. A request the sandbox
     rejects (no code, an unknown language) is ``error: ...`` for the model to fix; a sandbox that

@@ -187,10 +187,10 @@ def test_prompt_from_verls_rollout_dump_when_the_reward_had_none(tmp_path):
 def test_agent_record_marks_where_the_final_branch_forked(tokenizer):
     """A harness that rewrote its history: the gateway forked a new branch after the first turn;
     the record's token record is the final branch's, with the fork point as a response index."""
-    from coderl.gateway.core import Session, SessionConfig
+    from coderl.gateway.core import GatewaySession, SessionConfig
     from coderl.records.agent import agent_record
 
-    session = Session("ep", SessionConfig(), deadline=0.0)
+    session = GatewaySession("ep", SessionConfig(), deadline=0.0)
     first = session.trajectory.current
     first.extend_context([11, 12, 13])
     first.extend_sampled([14, 15], [-0.1, -0.2], "stop")

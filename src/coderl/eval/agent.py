@@ -7,15 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import time
 from typing import Any
 
 from coderl.data.prompts import TOOL_SYSTEM_PROMPT
-from coderl.eval.backends import ChatBackend, Generation, Item
-from coderl.interpreter import CODE_INTERPRETER_SCHEMA, InterpreterSettings, Runner, call_interpreter
-
-_TEXT_CALL = re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.S)
+from coderl.eval.backends import ChatBackend, Completion, Item
+from coderl.gateway.chat import TOOL_CALL
+from coderl.interpreter import CODE_INTERPRETER_SCHEMA, CodeRunner, InterpreterSettings, call_interpreter
 
 
 def tool_prompt(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -26,17 +24,17 @@ def tool_prompt(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 class ToolAgent:
     per_sample = True
 
-    def __init__(self, backend: ChatBackend, sandbox: Runner, max_turns: int,
+    def __init__(self, backend: ChatBackend, sandbox: CodeRunner, max_turns: int,
                  settings: InterpreterSettings = InterpreterSettings()) -> None:
         self.backend = backend
         self.sandbox = sandbox
         self.max_turns = max_turns
         self.settings = settings  # training's defaults (tool_config/code_interpreter.yaml)
 
-    async def generate(self, items: list[Item]) -> list[Generation]:
+    async def generate(self, items: list[Item]) -> list[Completion]:
         return list(await asyncio.gather(*(self.episode(tool_prompt(p["prompt"])) for p, _ in items)))
 
-    async def episode(self, messages: list[dict[str, Any]]) -> Generation:
+    async def episode(self, messages: list[dict[str, Any]]) -> Completion:
         """Chat until the model answers without a tool call or the turn limit is reached."""
         started = time.monotonic()
         messages = list(messages)
@@ -60,7 +58,7 @@ class ToolAgent:
                     transcript.append(f"<tool_call>\n{json.dumps({'name': 'code_interpreter', 'arguments': args})}\n</tool_call>")
                 transcript.append(f"<tool_response>\n{text}\n</tool_response>")
                 messages.append({"role": "tool", "content": text, **({"tool_call_id": call_id} if call_id else {})})
-        return Generation("\n".join(transcript), finish, calls_made, round(time.monotonic() - started, 3))
+        return Completion("\n".join(transcript), finish, calls_made, round(time.monotonic() - started, 3))
 
     async def _execute(self, args: dict[str, Any]) -> str:
         return (await call_interpreter(self.sandbox, args, self.settings))[0]
@@ -78,7 +76,7 @@ def _calls(message: dict[str, Any], content: str) -> list[tuple[str | None, dict
             args = {}
         out.append((call.get("id"), args if isinstance(args, dict) else {}))
     if not out:
-        for raw in _TEXT_CALL.findall(content):
+        for raw in TOOL_CALL.findall(content):
             try:
                 parsed = json.loads(raw)
             except json.JSONDecodeError:

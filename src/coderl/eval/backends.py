@@ -1,6 +1,6 @@
 """Where responses come from: an OpenAI-compatible endpoint, vLLM offline, or a file.
 
-Every backend answers ``await generate(items) -> list[Generation]`` for a list of
+Every backend answers ``await generate(items) -> list[Completion]`` for a list of
 ``(problem, sample_index)`` pairs. ``per_sample`` says how the evaluator should feed it: the
 endpoint gets one task per sample (its own semaphore bounds what is in flight, and a long answer
 never holds up a batch), vLLM and the file get batches. The multi-turn tool mode (`agent.py`)
@@ -48,7 +48,7 @@ class ChatBackend(Protocol):
 
 
 @dataclass
-class Generation:
+class Completion:
     text: str
     finish_reason: str | None = None  # "length": cut at max_tokens
     tool_calls: int = 0
@@ -77,11 +77,11 @@ class OpenAIBackend:
     async def aclose(self) -> None:
         await self.http.aclose()
 
-    async def generate(self, items: list[Item]) -> list[Generation]:
-        async def one(problem: dict[str, Any]) -> Generation:
+    async def generate(self, items: list[Item]) -> list[Completion]:
+        async def one(problem: dict[str, Any]) -> Completion:
             started = time.monotonic()
             reply = await self.chat(problem["prompt"])
-            return Generation(reply["message"].get("content") or "", reply["finish_reason"],
+            return Completion(reply["message"].get("content") or "", reply["finish_reason"],
                               gen_s=round(time.monotonic() - started, 3))
 
         return list(await asyncio.gather(*(one(p) for p, _ in items)))
@@ -147,8 +147,8 @@ class VLLMBackend:
         kwargs = {**self.chat_kwargs, **({"tools": tools} if tools else {})}
         return [o.outputs[0] for o in self.llm.chat(conversations, self.params, use_tqdm=False, **kwargs)]
 
-    async def generate(self, items: list[Item]) -> list[Generation]:
-        return [Generation(o.text, o.finish_reason) for o in self._chat([p["prompt"] for p, _ in items])]
+    async def generate(self, items: list[Item]) -> list[Completion]:
+        return [Completion(o.text, o.finish_reason) for o in self._chat([p["prompt"] for p, _ in items])]
 
     async def chat(self, messages: Messages, *, tools: Tools = None) -> dict[str, Any]:
         """One completion, in the endpoint's shape (tool calls stay in the text, hermes-style, as
@@ -240,8 +240,8 @@ class ResponsesBackend:
                              f"({_some(short)}: {counts[short[0]]}); pass --n {min(counts.values())} or leave --n out")
         return n, unmatched
 
-    async def generate(self, items: list[Item]) -> list[Generation]:
-        return [Generation(self.responses[str(problem["question_id"])][i]) for problem, i in items]
+    async def generate(self, items: list[Item]) -> list[Completion]:
+        return [Completion(self.responses[str(problem["question_id"])][i]) for problem, i in items]
 
     async def aclose(self) -> None:
         pass

@@ -21,7 +21,7 @@ from typing import Any
 from tqdm import tqdm
 
 from coderl.errors import BadRequest
-from coderl.eval.backends import Generation, Item, Sampling
+from coderl.eval.backends import Completion, Item, Sampling
 from coderl.eval.scoring import Scorer
 from coderl.eval.summary import markdown, summarise
 
@@ -149,7 +149,7 @@ async def evaluate(cfg: EvalConfig) -> dict[str, Any]:
             with samples_path.open("a", encoding="utf-8") as sink, \
                     tqdm(total=len(rescore) + len(todo), desc="lcb", unit=" samples") as bar:
 
-                async def finish(items: list[Item], generations: list[Generation]) -> None:
+                async def finish(items: list[Item], generations: list[Completion]) -> None:
                     for rec in await scorer.score(items, generations):
                         sink.write(json.dumps(rec, ensure_ascii=False) + "\n")
                         latest[(rec["question_id"], rec["sample"])] = rec
@@ -198,8 +198,8 @@ def _key(item: Item) -> tuple[str, int]:
     return str(item[0]["question_id"]), item[1]
 
 
-def _stored(rec: dict[str, Any]) -> Generation:
-    return Generation(rec.get("response", ""), rec.get("finish_reason"), rec.get("tool_calls", 0), rec.get("gen_s"))
+def _stored(rec: dict[str, Any]) -> Completion:
+    return Completion(rec.get("response", ""), rec.get("finish_reason"), rec.get("tool_calls", 0), rec.get("gen_s"))
 
 
 def _chunks(items: list[Any], size: int) -> list[list[Any]]:

@@ -18,7 +18,7 @@ import time
 from typing import Any
 
 from coderl.errors import BadRequest, CoderlError, NoCodeFound, from_wire, to_wire
-from coderl.eval.backends import Generation, Item
+from coderl.eval.backends import Completion, Item
 from coderl.judge.extract import extract_lcb
 from coderl.judge.final_answer import final_answer
 
@@ -64,7 +64,7 @@ class Scorer:
         if self.local is not None:
             await self.local.aclose()
 
-    async def score(self, items: list[Item], generations: list[Generation]) -> list[dict[str, Any]]:
+    async def score(self, items: list[Item], generations: list[Completion]) -> list[dict[str, Any]]:
         """One record per sample: ids, response, extracted code, verdicts, per-test timings."""
         subs: dict[int, dict[str, Any]] = {}
         results: list[dict[str, Any]] = [{} for _ in items]
@@ -113,7 +113,7 @@ def _sandbox_error(exc: Exception) -> dict[str, Any]:
     return {"verdict": "sandbox_error", "error": to_wire(exc)}
 
 
-def _record(problem: dict[str, Any], sample: int, gen: Generation, res: dict[str, Any]) -> dict[str, Any]:
+def _record(problem: dict[str, Any], sample: int, gen: Completion, res: dict[str, Any]) -> dict[str, Any]:
     error = res.get("error") or {}
     no_code = bool(error) and isinstance(from_wire(error), NoCodeFound)
     verdict = "no_code" if no_code else (res.get("verdict") or "sandbox_error")

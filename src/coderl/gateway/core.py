@@ -41,7 +41,7 @@ class SessionConfig:
 
 
 @dataclass
-class Session:
+class GatewaySession:
     id: str
     config: SessionConfig
     deadline: float
@@ -81,19 +81,19 @@ class Gateway:
         self.default = default or SessionConfig()
         self.auto_open = auto_open
         self.model_name = model_name
-        self.sessions: dict[str, Session] = {}
+        self.sessions: dict[str, GatewaySession] = {}
 
-    def open(self, session_id: str, config: SessionConfig | None = None) -> Session:
+    def open(self, session_id: str, config: SessionConfig | None = None) -> GatewaySession:
         if not session_id:
             raise BadRequest("a session id must be a non-empty string")
         if session_id in self.sessions and self.sessions[session_id].state == "open":
             raise BadRequest(f"session {session_id!r} is already open")
         config = config or self.default
-        session = Session(session_id, config, time.monotonic() + config.timeout_s)
+        session = GatewaySession(session_id, config, time.monotonic() + config.timeout_s)
         self.sessions[session_id] = session
         return session
 
-    def get(self, session_id: str | None) -> Session:
+    def get(self, session_id: str | None) -> GatewaySession:
         if not session_id:
             raise UnknownSession("no session id: send it as the API key, the X-Coderl-Session header "
                                  "or the /s/<session>/v1 base URL")
@@ -112,7 +112,7 @@ class Gateway:
         if session.task is not None and not session.task.done():
             session.task.cancel()
 
-    async def close(self, session_id: str) -> Session:
+    async def close(self, session_id: str) -> GatewaySession:
         """End a session and hand back its record; an in-flight turn is cancelled first."""
         session = self.sessions.pop(session_id, None)
         if session is None:
@@ -143,7 +143,7 @@ class Gateway:
             finally:
                 session.task = None
 
-    def _check_open(self, session: Session) -> None:
+    def _check_open(self, session: GatewaySession) -> None:
         if session.state != "open":
             raise GatewaySessionError(f"session {session.id!r} is {session.state}"
                                       + (f": {session.reason}" if session.reason else ""))
@@ -151,7 +151,7 @@ class Gateway:
             self.abort(session.id, "timeout")
             raise SessionTimeout(f"session {session.id!r} ran past its {session.config.timeout_s:g} s budget")
 
-    async def _turn(self, session: Session, msgs: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
+    async def _turn(self, session: GatewaySession, msgs: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
                     max_tokens: int | None) -> AssistantTurn:
         fmt = self.fmt
         matched = 0
@@ -214,7 +214,7 @@ class Gateway:
             session.truncated = True
         return turn
 
-    def _budget(self, session: Session, branch: Branch, prompt_ids: list[int], *, extends: bool) -> int:
+    def _budget(self, session: GatewaySession, branch: Branch, prompt_ids: list[int], *, extends: bool) -> int:
         """Tokens this turn may generate. The response budget counts from the branch's first
         prompt: the current one's, or after a fork, the parent's if the fork keeps a sampled turn."""
         cfg = session.config

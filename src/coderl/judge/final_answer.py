@@ -13,7 +13,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_TOOL_CALL = re.compile(r"<tool_call>.*?(</tool_call>|\Z)", re.S)
+# A tool-call block, its body captured; one cut off at the end of the text counts too (a response
+# that ran out of tokens mid-call). The gateway parses calls strictly (coderl.gateway.chat).
+TOOL_CALL_BLOCK = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|\Z)", re.S)
 _TOOL_RESPONSE_END = "</tool_response>"
 _ROLE_LINE = re.compile(r"\A\s*assistant[ \t]*\n")
 
@@ -30,4 +32,4 @@ def final_answer(solution_str: str) -> FinalAnswer:
     _, after_tools, tail = solution_str.rpartition(_TOOL_RESPONSE_END)
     if after_tools:
         tail = _ROLE_LINE.sub("", tail, count=1)
-    return FinalAnswer(text=_TOOL_CALL.sub("", tail), tool_calls=tool_calls)
+    return FinalAnswer(text=TOOL_CALL_BLOCK.sub("", tail), tool_calls=tool_calls)

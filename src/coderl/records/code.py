@@ -17,11 +17,11 @@ import json
 import re
 from typing import Any
 
+from coderl.judge.final_answer import TOOL_CALL_BLOCK
 from coderl.records.writer import group_key
 
 TOOL_RUNS_KEY = "coderl_tool_runs"  # in agent_data.extra_fields["extras"], appended to by the code tool
 _TOOL_RESPONSE = re.compile(r"<tool_response>\s*(.*?)\s*(?:</tool_response>|\Z)", re.S)
-_TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|\Z)", re.S)
 _ROLE_HEAD = re.compile(r"\A\s*assistant[ \t]*\n")
 _ROLE_TAIL = re.compile(r"\n?\s*user\s*\Z")
 
@@ -75,8 +75,8 @@ def response_turns(response: str) -> list[dict[str, Any]]:
 
 def _assistant(turns: list[dict[str, Any]], text: str) -> None:
     text = _ROLE_TAIL.sub("", _ROLE_HEAD.sub("", text, count=1)) if turns else _ROLE_TAIL.sub("", text)
-    calls = [_call(body) for body in _TOOL_CALL.findall(text)]
-    content = _TOOL_CALL.sub("", text).strip()
+    calls = [_call(body) for body in TOOL_CALL_BLOCK.findall(text)]
+    content = TOOL_CALL_BLOCK.sub("", text).strip()
     if content or calls:
         turns.append({"role": "assistant", "content": content, "tool_calls": calls})
 
