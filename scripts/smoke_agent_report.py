@@ -197,17 +197,17 @@ def print_table(run: Path, report: dict[str, Any]) -> None:
             ("sandbox errors", "sandbox_errors"), ("diffs touching tests", "tests_touched"),
             ("mask 1 off sampled ids", "mask_problems")]
     steps = sorted(report["steps"])
-    print(f"  {'RL step':28s}" + "".join(f"{s:>14}" for s in steps))
+    print(f"  {'RL step':28s}" + "".join(f"{s:>22}" for s in steps))
     for label, key in rows:
         values = [report["steps"][s][key] for s in steps]
         values = [len(v) if key == "mask_problems" else v for v in values]
-        print(f"  {label:28s}" + "".join(f"{fmt(v):>14}" for v in values))
+        print(f"  {label:28s}" + "".join(f"{fmt(v):>22}" for v in values))
     diffs = [report["steps"][s]["recomputed_logprob_abs_diff"] for s in steps]
     print(f"  {'|logprob diff| max / mean':28s}" + "".join(
-        f"{fmt(d.get('max')) + ' / ' + fmt(d.get('mean')):>14}" for d in diffs))
-    print(f"  {'grad_norm':28s}" + "".join(f"{fmt(g):>14}" for g in report["grad_norm"]))
+        f"{fmt(d.get('max')) + ' / ' + fmt(d.get('mean')):>22}" for d in diffs))
+    print(f"  {'grad_norm':28s}" + "".join(f"{fmt(g):>22}" for g in report["grad_norm"]))
     print(f"  {'verl prob diff max / mean':28s}" + "".join(
-        f"{fmt(a) + ' / ' + fmt(b):>14}" for a, b in zip(report["rollout_actor_prob_diff_max"],
+        f"{fmt(a) + ' / ' + fmt(b):>22}" for a, b in zip(report["rollout_actor_prob_diff_max"],
                                                           report["rollout_actor_prob_diff_mean"], strict=True)))
     print(f"  weights SFT -> RL: max |change| {report['max_weight_change_sft_to_rl']:.3g}")
     print("  held-out resolved: " + ", ".join(f"{name} {h['resolved']}/{h['tasks']} (sandbox errors {h['sandbox_errors']})"
