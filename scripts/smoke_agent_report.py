@@ -19,6 +19,8 @@ from pathlib import Path
 from statistics import mean
 from typing import Any
 
+from smoke_report import weight_change  # the code smoke run's: the largest parameter change of two HF dirs
+
 # mini.yaml's format_error_template: a response with no parsable tool call, one cut at the length limit
 FORMAT_ERRORS = ("Tool call error:", "Your previous response reached the output token limit")
 METRICS = {  # report name -> verl 0.9.1 metric (trainer/ppo/ray_trainer.py, utils/debug/metrics.py)
@@ -131,22 +133,6 @@ def _count(items: Any) -> dict[str, int]:
     for item in items:
         out[item] += 1
     return dict(out)
-
-
-def weight_change(before: Path, after: Path) -> float:
-    """The largest absolute difference over all parameters of two Hugging Face model dirs."""
-    from safetensors.torch import load_file
-
-    def load(d: Path) -> dict[str, Any]:
-        tensors: dict[str, Any] = {}
-        for f in sorted(d.glob("*.safetensors")):
-            tensors.update(load_file(str(f)))
-        return tensors
-
-    a, b = load(before), load(after)
-    if a.keys() != b.keys():
-        raise SystemExit(f"error: {before} and {after} hold different parameters")
-    return max(float((a[k].float() - b[k].float()).abs().max()) for k in a)
 
 
 def actor_weights(run: Path, step: int) -> Path:

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers.smoke_runs import read_report, run_pipeline
+
 MINI = Path(os.environ.get("MINI_SWE_AGENT_VENV", "/opt/mini-swe-agent"))
 # Slow: run by .ci/run (CODERL_TEST_ALL=1). Shares the code smoke run's environment (.smoke-venv).
 pytestmark = [pytest.mark.slow, pytest.mark.verl,
@@ -28,17 +28,13 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     README's figures and screenshots come from one)."""
     if os.environ.get("CODERL_AGENT_SMOKE_RUN"):
         return Path(os.environ["CODERL_AGENT_SMOKE_RUN"])
-    out = tmp_path_factory.mktemp("agent-smoke")
-    proc = subprocess.run(["bash", str(ROOT / "scripts" / "smoke_agent_pipeline.sh"), str(out)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=3000, env={**os.environ, "MINI_SWE_AGENT_VENV": str(MINI)})
-    assert proc.returncode == 0, f"agent smoke pipeline failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
-    print(proc.stdout)
-    return out
+    return run_pipeline("smoke_agent_pipeline.sh", tmp_path_factory.mktemp("agent-smoke"),
+                        {"MINI_SWE_AGENT_VENV": str(MINI)})
 
 
 @pytest.fixture(scope="module")
 def report(run: Path) -> dict:
-    return json.loads((run / "report.json").read_text())
+    return read_report(run)
 
 
 @pytest.mark.timeout(3300)

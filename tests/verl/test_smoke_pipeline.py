@@ -5,13 +5,12 @@ the run did, from its own files, not that the scripts exited 0."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers.smoke_runs import read_report, run_pipeline
+
 # Slow: run by .ci/run (CODERL_TEST_ALL=1). The pipeline builds its own environment on first use
 # (SMOKE_VENV, default .smoke-venv: 4.2 GB, about 3 min from nothing here), then trains for real.
 pytestmark = [pytest.mark.slow, pytest.mark.verl]
@@ -19,17 +18,12 @@ pytestmark = [pytest.mark.slow, pytest.mark.verl]
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("smoke")
-    proc = subprocess.run(["bash", str(ROOT / "scripts" / "smoke_pipeline.sh"), str(out)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=3000, env={**os.environ, "CODERL_PORT": ""})
-    assert proc.returncode == 0, f"smoke pipeline failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
-    print(proc.stdout)
-    return out
+    return run_pipeline("smoke_pipeline.sh", tmp_path_factory.mktemp("smoke"), {"CODERL_PORT": ""})
 
 
 @pytest.fixture(scope="module")
 def report(run: Path) -> dict:
-    return json.loads((run / "report.json").read_text())
+    return read_report(run)
 
 
 @pytest.mark.timeout(3300)
