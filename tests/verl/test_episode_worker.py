@@ -71,3 +71,21 @@ def test_a_new_worker_removes_what_dead_workers_left(tokenizer, tmp_path):
     asyncio.run(main())
     assert not stale.exists() and alive.exists()
     alive.rmdir()
+
+
+def test_a_worker_listening_for_other_nodes_serves_the_agent_routes_only(tokenizer):
+    """With remote sandbox nodes the gateway listens on a routable address (``gateway_listen``),
+    named by this node's address; what it serves there is the agent-facing app, no admin route."""
+    from coderl.verl.episode_worker import EpisodeWorker
+
+    async def main():
+        worker = await EpisodeWorker.of(ScriptedServer(tokenizer, [[1]]), tokenizer, {}, "m", "0.0.0.0:0")
+        try:
+            assert not worker.http_url.startswith(("http://0.0.0.0", "http://127.")), worker.http_url
+            async with httpx.AsyncClient() as client:
+                assert (await client.get(worker.http_url + "/v1/models")).status_code == 200
+                assert (await client.post(worker.http_url + "/sessions", json={})).status_code in (404, 405)
+        finally:
+            await worker.aclose()
+
+    asyncio.run(main())

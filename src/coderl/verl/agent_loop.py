@@ -69,7 +69,7 @@ class GatewayAgentLoop(AgentLoopBase):
     def __init__(self, *args: Any, command: str = "", placement: str = "sandbox", timeout_s: float = 600.0,
                  score: str = "code", score_kwargs: dict | None = None, harness_binds: list[str] | None = None,
                  env: dict[str, str] | None = None, model_name: str = "coderl-policy", sessions_url: str = "",
-                 gateway_url: str = "", **kwargs: Any) -> None:
+                 gateway_url: str = "", gateway_listen: str = "127.0.0.1:0", **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         if not command:
             raise ValueError("coderl_gateway_agent needs a harness `command` (agent loop YAML)")
@@ -85,13 +85,15 @@ class GatewayAgentLoop(AgentLoopBase):
         # remote sessions (issue 28): the session service on the sandbox nodes, and the gateway as
         # they reach it (default: this worker's loopback listener, for a service on this machine)
         self.sessions_url, self.gateway_url = sessions_url, gateway_url
+        # the worker's TCP listener: 127.0.0.1 unless sandbox nodes on other machines must reach it
+        self.gateway_listen = gateway_listen
         self._grade: Any = None  # the repo grader's result, for the episode's record
         self.prompt_length = int(self.rollout_config.prompt_length)
         self.response_length = int(self.rollout_config.response_length)
 
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
         worker = await EpisodeWorker.of(self.server_manager, self.tokenizer, self.apply_chat_template_kwargs,
-                                        self.model_name)
+                                        self.model_name, self.gateway_listen)
         gateway = worker.gateway
         messages = list(kwargs["raw_prompt"])
         task = next((m["content"] for m in reversed(messages) if m.get("role") == "user"), "")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import socket
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -46,12 +47,15 @@ class EpisodeWorker:
 
     @classmethod
     async def of(cls, server_manager: Any, tokenizer: Any, chat_template_kwargs: dict[str, Any],
-                 model_name: str) -> EpisodeWorker:
-        """The worker of this server manager in the running loop, started on first use."""
+                 model_name: str, listen: str = "127.0.0.1:0") -> EpisodeWorker:
+        """The worker of this server manager in the running loop, started on first use. ``listen``
+        is its TCP listener (host harnesses; sandbox nodes of a remote session service, which need
+        a routable address such as ``0.0.0.0:18100``): agent-facing routes only, never admin ones."""
         worker = getattr(server_manager, _ATTRIBUTE, None)
         if worker is None or worker.closed or worker.loop is not asyncio.get_running_loop():
             fmt = ChatFormat(tokenizer, chat_template_kwargs)
-            worker = await cls.start(Gateway(fmt, VerlBackend(server_manager, fmt.stop_ids), model_name=model_name))
+            worker = await cls.start(Gateway(fmt, VerlBackend(server_manager, fmt.stop_ids), model_name=model_name),
+                                     listen)
             # verl starts a batch's episodes at once: another one may have stored its worker while
             # this one started; keep that one, so the worker has one gateway and one session host
             stored = getattr(server_manager, _ATTRIBUTE, None)
@@ -62,12 +66,12 @@ class EpisodeWorker:
         return worker
 
     @classmethod
-    async def start(cls, gateway: Gateway) -> EpisodeWorker:
+    async def start(cls, gateway: Gateway, listen: str = "127.0.0.1:0") -> EpisodeWorker:
         _remove_stale_socket_dirs()
         socket_dir = Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-"))
         socket_dir.chmod(0o755)  # the sandbox's unprivileged uid connects to the socket inside
         try:
-            served = await serve(gateway, [f"unix:{socket_dir / 'gateway.sock'}", "127.0.0.1:0"])
+            served = await serve(gateway, [f"unix:{socket_dir / 'gateway.sock'}", listen])
         except BaseException:
             shutil.rmtree(socket_dir, ignore_errors=True)
             raise
@@ -75,7 +79,11 @@ class EpisodeWorker:
 
     @property
     def http_url(self) -> str:
-        return "http://" + self.served.addresses[1]
+        """The TCP listener's URL; a wildcard bind is named by this node's address."""
+        host, port = self.served.addresses[1].rsplit(":", 1)
+        if host in ("0.0.0.0", "::", "[::]"):
+            host = node_address()
+        return f"http://{host}:{port}"
 
     @property
     def last_weights_version(self) -> int | None:
@@ -90,6 +98,17 @@ class EpisodeWorker:
         await self.served.stop()
         await self.host.close()
         shutil.rmtree(self.socket_dir, ignore_errors=True)
+
+
+def node_address() -> str:
+    """This node's address as the other nodes of the Ray cluster know it (the host's own name
+    resolved, outside Ray)."""
+    try:
+        import ray
+
+        return str(ray.util.get_node_ip_address())
+    except Exception:  # Ray absent or unable to tell: the host's name resolved
+        return socket.gethostbyname(socket.gethostname())
 
 
 def _remove_stale_socket_dirs() -> None:
