@@ -10,11 +10,15 @@
 #   scripts/smoke_agent_pipeline.sh [RUN_DIR]     (default outputs/agent-smoke)
 #
 # Knobs: SMOKE_VENV (.smoke-venv), MINI_SWE_AGENT_VENV (/opt/mini-swe-agent), SMOKE_SFT_EPOCHS,
-# SMOKE_RL_STEPS (2), SMOKE_NICE (10), CODERL_CACHE (snapshots and task environments).
+# SMOKE_AGENT_TASKS (1: the train split's first N tasks), SMOKE_SFT_VARIANTS (6), SMOKE_RL_STEPS (3),
+# SMOKE_NICE (10), CODERL_CACHE (snapshots and task environments).
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
-case "${1:-}" in -h|--help) sed -n '2,14p' "$0"; exit 0 ;; esac
+case "${1:-}" in -h|--help) sed -n '2,15p' "$0"; exit 0 ;; esac
 RUN="$(mkdir -p "${1:-$CODERL_ROOT/outputs/agent-smoke}" && cd "${1:-$CODERL_ROOT/outputs/agent-smoke}" && pwd)"
+# Three GRPO steps of 8 episodes: an episode resolves about one time in five here, so the chance
+# that every group of a run scores uniformly (no gradient) is ~0.8^24 = 0.5% (0.8^16 = 3% with two).
+export SMOKE_RL_STEPS="${SMOKE_RL_STEPS:-3}"
 source "$CODERL_ROOT/scripts/smoke_profile.sh"
 source "$CODERL_ROOT/scripts/smoke_stages.sh"
 SCRIPTS="$CODERL_ROOT/scripts"
@@ -30,34 +34,44 @@ print(f"env {env} " + entry["command"].replace("${oc.env:MINI_SWE_AGENT_VENV,/op
 PY
 )"
 
+RL_TASKS="${SMOKE_AGENT_TASKS:-1}"
+case "$RL_TASKS" in 1|2|4|8) ;; *) echo "error: SMOKE_AGENT_TASKS must be 1, 2, 4 or 8 (8 episodes per step), got $RL_TASKS" >&2; exit 2 ;; esac
 rm -rf "$RUN"/{data,model,sft,rl,eval,figures,logs,report.json,stages.tsv,view.html}
 mkdir -p "$RUN/logs" "$RUN/figures"
 : > "$STAGES"
 stage env setup_env
 
-# Tasks: the builtin train split as verl rows (the held-out split is only evaluated); the tiny model;
-# the SFT rows: gold episodes of the stock mini recorded through the gateway with the tiny model's
-# chat template (two per task: cat + heredoc, nl + sed + tests), of which the sed ones are kept, each
-# with a wrong twin (scripts/smoke_agent_sft_mix.py says why).
+# Tasks: the builtin train split's first SMOKE_AGENT_TASKS tasks as verl rows (the held-out split is
+# only evaluated); the tiny model; the SFT rows: gold episodes of the stock mini recorded through the
+# gateway with the tiny model's chat template (SMOKE_SFT_VARIANTS per task), of which the sed ones are
+# kept, each with a wrong twin (scripts/smoke_agent_sft_mix.py says why). One task by default: with
+# the eight train tasks the 2-layer model did not pick the task out of mini's ~1150-token prompt (it
+# opened another task's file), no episode resolved, and GRPO had no reward variance (a run of 2 x 4
+# episodes per step: 0/16 resolved); on one task it learns the episode and samples the gold edit or
+# its wrong twin.
 stage data bash -c "
-  coderl data swe --source builtin --split train --build-envs --out '$RUN/data/swe' &&
+  coderl data swe --source builtin --split train --limit ${SMOKE_AGENT_TASKS:-1} --build-envs --out '$RUN/data/swe' &&
   '$PYTHON' -c 'import sys; from pathlib import Path; from coderl.data.qwen_tokenizer import build_tiny_model; build_tiny_model(Path(sys.argv[1]), hidden_size=128, num_heads=2, seed=0, vocab_ranks=8192)' '$RUN/model' &&
-  coderl data swe-sft --tasks builtin --split train --variants 2 --val-fraction 0 --tokenizer '$RUN/model' --out '$RUN/data/swe-sft' &&
+  coderl data swe-sft --tasks builtin --split train --limit ${SMOKE_AGENT_TASKS:-1} --variants ${SMOKE_SFT_VARIANTS:-6} --val-fraction 0 --tokenizer '$RUN/model' --out '$RUN/data/swe-sft' &&
   '$PYTHON' '$SCRIPTS/smoke_agent_sft_mix.py' '$RUN/data/swe-sft' '$RUN/data/sft'"
 
 # SFT warm-up on those rows; MAX_LENGTH 2048: a whole gold episode is 1600-1987 tokens of the cut
 # tokenizer. SFT is the only process running, so it gets both cores' math threads.
 stage sft env MODEL_PATH="$RUN/model" TRAIN_FILES="$RUN/data/sft/train.parquet" VAL_FILES="$RUN/data/sft/validation.parquet" \
-  OUTPUT_DIR="$RUN/sft" EXPERIMENT=agent-smoke-sft BATCH=4 MICRO_BATCH=4 MAX_LENGTH=2048 LR=3e-3 EPOCHS="${SMOKE_SFT_EPOCHS:-30}" \
+  OUTPUT_DIR="$RUN/sft" EXPERIMENT=agent-smoke-sft BATCH=4 MICRO_BATCH=4 MAX_LENGTH=2048 LR=3e-3 EPOCHS="${SMOKE_SFT_EPOCHS:-80}" \
   OMP_NUM_THREADS=2 bash "$SCRIPTS/run_toolcall_sft.sh" "${SMOKE_SFT_OVERRIDES[@]}"
 SFT_CKPT="$(find "$RUN/sft" -maxdepth 1 -type d -name 'global_step_*' | sort -V | tail -n 1)"
 stage merge_sft bash "$SCRIPTS/merge_checkpoint.sh" "$SFT_CKPT" "$RUN/sft/merged"
 
-# GRPO: 2 tasks x 4 episodes per step; MAX_PROMPT covers mini's first request (~1180 tokens),
-# MAX_RESPONSE every turn after it (gold episodes: 456-832 tokens; the gateway clamps each turn to what is left).
+# GRPO: 8 episodes per step (one group per task: 8 on one task, 2 x 4 on two, ...); MAX_PROMPT covers
+# mini's first request (~1180 tokens) and, after a response mini cannot parse, the new branch's
+# prompt (that request + mini's format-error message, ~1310: with 1280 every such episode ended in
+# context_length_exceeded); MAX_RESPONSE every turn after it (gold episodes: 456-832 tokens; the
+# gateway clamps each turn to what is left). SFT: 80 epochs of the 4 rows (one step each): at 30 the
+# loss was still 1.2 and every sampled first turn garbled the tool call.
 stage rl env MODEL_PATH="$RUN/sft/merged" TRAIN_FILES="$RUN/data/swe/train.parquet" VAL_FILES="$RUN/data/swe/train.parquet" \
-  OUTPUT_DIR="$RUN/rl" EXPERIMENT=agent-smoke-rl TRAIN_BATCH=2 MINI_BATCH=2 ROLLOUT_N=4 LR=1e-5 MAX_PROMPT=1280 MAX_RESPONSE=1024 \
-  TEMPERATURE=1.0 EPOCHS=1 SAVE_FREQ=1 TEST_FREQ=-1 AGENT_WORKERS=1 \
+  OUTPUT_DIR="$RUN/rl" EXPERIMENT=agent-smoke-rl TRAIN_BATCH="$RL_TASKS" MINI_BATCH="$RL_TASKS" ROLLOUT_N=$((8 / RL_TASKS)) \
+  LR=1e-5 MAX_PROMPT=1536 MAX_RESPONSE=1024 TEMPERATURE=1.0 EPOCHS="$SMOKE_RL_STEPS" SAVE_FREQ=1 TEST_FREQ=-1 AGENT_WORKERS=1 \
   CODERL_AGENT_SCORE=repo \
   bash "$SCRIPTS/run_agent_rl.sh" "${SMOKE_RL_OVERRIDES[@]}"
 # Every step's checkpoint merged: the report scores step k's episodes with the weights of step k-1.
@@ -71,7 +85,7 @@ eval_model() {  # eval_model NAME MODEL_DIR
   local sock="$RUN/eval/$1.sock" pid rc=0
   mkdir -p "$RUN/eval"
   coderl gateway --tokenizer "$2" --backend transformers --auto-session \
-    --listen "unix:$sock" --temperature 1.0 --max-context 2304 > "$RUN/logs/gateway_$1.log" 2>&1 &
+    --listen "unix:$sock" --temperature 1.0 --max-context 2560 > "$RUN/logs/gateway_$1.log" 2>&1 &
   pid=$!
   for _ in $(seq 1 300); do [ -S "$sock" ] && break; kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
   coderl eval swe --tasks builtin --split heldout --out "$RUN/eval/$1" \

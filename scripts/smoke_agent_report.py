@@ -6,8 +6,9 @@ Reads verl's metrics.jsonl (file logger), the episodes' records (rl/records/<ste
 record the loop returned to verl, the harness's commands, the diff, the grader's result), the
 held-out evals' summaries, the stage timings; compares the SFT model's weights with the RL
 checkpoint's; and recomputes, with the weights the actor held at each step (the SFT model at step 1,
-the step's predecessor checkpoint after), the log-probability of every trained token, against the
-one the rollout server returned through the gateway.
+the actor's own fp32 weights of the step before after), the log-probability of every trained token,
+against the one the rollout server returned through the gateway. Not the merged checkpoint: verl's
+model merger writes it in bfloat16, whose rounding alone moved step-2 logprobs by up to 0.18.
 """
 
 from __future__ import annotations
@@ -67,13 +68,17 @@ def trained_tokens_sampled(record: dict[str, Any], stop_ids: set[int]) -> list[s
     return problems
 
 
-def recomputed_logprob_diff(model_dir: Path, records: list[dict[str, Any]]) -> dict[str, float]:
+def recomputed_logprob_diff(model_dir: Path, records: list[dict[str, Any]],
+                            actor_state: dict[str, Any] | None = None) -> dict[str, float]:
     """max and mean |rollout logprob - recomputed logprob| over the mask-1 tokens of ``records``,
-    the model at ``model_dir`` scoring each episode's prompt + response in one forward pass."""
+    the model at ``model_dir`` (with ``actor_state`` loaded into it, when given) scoring each
+    episode's prompt + response in one forward pass."""
     import torch
     from transformers import AutoModelForCausalLM
 
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32, attn_implementation="sdpa")
+    if actor_state is not None:
+        model.load_state_dict(actor_state)
     model.eval()
     diffs: list[float] = []
     for record in records:
@@ -135,10 +140,16 @@ def _count(items: Any) -> dict[str, int]:
     return dict(out)
 
 
-def actor_weights(run: Path, step: int) -> Path:
-    """The weights the actor held while step ``step``'s episodes ran: the SFT model, then the
-    merged checkpoint of the step before (the pipeline saves and merges every step)."""
-    return run / "sft" / "merged" if step == 1 else run / "rl" / "checkpoints" / f"global_step_{step - 1}" / "huggingface_merged"
+def actor_state(run: Path, step: int) -> dict[str, Any] | None:
+    """The actor's fp32 weights that rolled out ``step`` (None at step 1: the SFT model's), from the
+    FSDP checkpoint of the step before (one rank: the whole state dict)."""
+    import torch
+
+    if step == 1:
+        return None
+    shard = run / "rl" / "checkpoints" / f"global_step_{step - 1}" / "actor" / "model_world_size_1_rank_0.pt"
+    state = torch.load(shard, map_location="cpu", weights_only=False)
+    return {k: v.full_tensor() if hasattr(v, "full_tensor") else v for k, v in state.items()}
 
 
 def main(run: Path) -> int:
@@ -151,8 +162,8 @@ def main(run: Path) -> int:
     by_step = episodes(run)
     steps = {step: step_table(records, stop_ids) for step, records in by_step.items()}
     for step, records in by_step.items():
-        weights = actor_weights(run, step)
-        steps[step]["recomputed_logprob_abs_diff"] = recomputed_logprob_diff(weights, records) if weights.is_dir() else {}
+        steps[step]["recomputed_logprob_abs_diff"] = recomputed_logprob_diff(run / "sft" / "merged", records,
+                                                                             actor_state(run, step))
     rl_ckpt = sorted((run / "rl" / "checkpoints").glob("global_step_*"), key=lambda p: int(p.name.split("_")[-1]))[-1]
     evals = {name: json.loads((run / "eval" / name / "summary.json").read_text()) for name in ("sft", "rl")}
     report = {
