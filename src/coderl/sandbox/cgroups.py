@@ -19,6 +19,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from coderl.sandbox.stale import left_by_dead_process
+
 V1_ROOT = Path("/sys/fs/cgroup")
 
 
@@ -145,8 +147,7 @@ class CgroupManager:
         parents = [self.root] if self.support.version == "v2" else [self.root / "memory", self.root / "pids"]
         for parent in parents:
             for base in parent.glob("coderl-*"):
-                pid = base.name.removeprefix("coderl-").split("-")[0]
-                if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+                if left_by_dead_process(base.name, "coderl-"):
                     for child in base.glob("slot*"):
                         _remove_found(self.support.version, child)
                     with contextlib.suppress(OSError):

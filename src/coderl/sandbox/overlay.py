@@ -22,6 +22,7 @@ import os
 from pathlib import Path
 
 from coderl.errors import IsolationUnavailable
+from coderl.sandbox.stale import left_by_dead_process
 
 _MNT_DETACH = 2
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
@@ -76,8 +77,7 @@ def remove_stale(base: Path) -> None:
     if not base.is_dir():
         return
     for entry in base.iterdir():
-        pid = entry.name.split("-")[0]
-        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+        if left_by_dead_process(entry.name):
             _umount(str(entry / "merged"))
             _umount(str(entry))
             with contextlib.suppress(OSError):

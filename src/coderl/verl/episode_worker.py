@@ -25,6 +25,7 @@ from coderl.gateway.chat import ChatFormat
 from coderl.gateway.core import Gateway
 from coderl.gateway.server import Served, serve
 from coderl.sandbox.session import SessionHost
+from coderl.sandbox.stale import left_by_dead_process
 from coderl.swe.grader import EpisodeGraders
 
 # Kept on the server manager itself: a registry keyed by it would keep it alive (the worker's
@@ -113,6 +114,5 @@ def node_address() -> str:
 
 def _remove_stale_socket_dirs() -> None:
     for path in Path(tempfile.gettempdir()).glob(f"{_PREFIX}*"):
-        pid = path.name.removeprefix(_PREFIX).split("-")[0]
-        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+        if left_by_dead_process(path.name, _PREFIX):
             shutil.rmtree(path, ignore_errors=True)
