@@ -42,10 +42,13 @@ def repo(tmp_path_factory) -> Path:
 
 
 def _alive_with(token: str) -> list[int]:
+    """The processes running ``sleep <token>`` (the whole command line: a token met anywhere in one,
+    e.g. inside a Ray raylet's memory figure, is another process)."""
     found = []
+    argv = b"sleep\0" + token.encode() + b"\0"
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
-            if token.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+            if Path(f"/proc/{pid}/cmdline").read_bytes() == argv:
                 found.append(int(pid))
         except OSError:
             continue
