@@ -235,6 +235,20 @@ def test_64_episodes_spread_over_both_nodes(fleet):
     print(f"64 episodes over {per_replica} in {took:.1f} s")
 
 
+
+def assert_lost_replica(outcomes: list[Outcome], victim_url: str, what: str) -> None:
+    """A replica lost mid-episode: its episodes are sandbox errors, the others are untouched,
+    none is a wrong result, and none ran past its deadline."""
+    on_victim = [o for o in outcomes if o.replica == victim_url]
+    others = [o for o in outcomes if o.replica != victim_url]
+    assert on_victim and others, summary(outcomes)
+    assert not any(o.wrong for o in outcomes), summary(outcomes)
+    assert all(o.sandbox_error for o in on_victim), summary(on_victim)
+    assert not any(o.sandbox_error for o in others), summary(others)
+    late = [(o.index, round(o.seconds, 1)) for o in outcomes if o.seconds > LATEST_S]
+    assert not late, f"episodes past their deadline ({LATEST_S:g} s): {late}"
+    print(f"{what}: {summary(outcomes)}; longest episode {max(o.seconds for o in outcomes):.1f} s")
+
 def test_a_killed_node_is_sandbox_errors_the_rest_go_on_and_the_pool_recovers(fleet):
     """A sandbox node killed with 64 episodes in their middle: its episodes are sandbox errors,
     within their deadline; the other node's episodes finish right. While it is down, sessions open
@@ -249,15 +263,7 @@ def test_a_killed_node_is_sandbox_errors_the_rest_go_on_and_the_pool_recovers(fl
     outcomes = asyncio.run(run_episodes(urls, EPISODES, damage=lambda: killed.extend(cluster.kill_node(victim_node)),
                                         what="a node to kill"))
     assert victim["pid"] in killed, f"the victim replica {victim} was not among the killed processes {killed}"
-    on_victim = [o for o in outcomes if o.replica == victim["url"]]
-    survivors = [o for o in outcomes if o.replica != victim["url"]]
-    assert on_victim and survivors, summary(outcomes)
-    assert not any(o.wrong for o in outcomes), summary(outcomes)
-    assert all(o.sandbox_error for o in on_victim), summary(on_victim)
-    assert not any(o.sandbox_error for o in survivors), summary(survivors)
-    late = [(o.index, round(o.seconds, 1)) for o in outcomes if o.seconds > LATEST_S]
-    assert not late, f"episodes past their deadline ({LATEST_S:g} s): {late}"
-    print(f"node killed: {summary(outcomes)}; longest episode {max(o.seconds for o in outcomes):.1f} s")
+    assert_lost_replica(outcomes, victim["url"], "node killed")
 
     wait_for(lambda: fleet.urls(timeout_s=5), lambda live: live == [u for u in urls if u != victim["url"]],
              what="only the survivor's replica live while the node is down", timeout_s=60)
@@ -295,15 +301,7 @@ def test_a_frozen_replica_keeps_no_episode_past_its_deadline(fleet):
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.kill(victim["pid"], signal.SIGCONT)
-    on_victim = [o for o in outcomes if o.replica == victim["url"]]
-    others = [o for o in outcomes if o.replica != victim["url"]]
-    assert on_victim and others, summary(outcomes)
-    assert not any(o.wrong for o in outcomes), summary(outcomes)
-    assert all(o.sandbox_error for o in on_victim), summary(on_victim)
-    assert not any(o.sandbox_error for o in others), summary(others)
-    late = [(o.index, round(o.seconds, 1)) for o in outcomes if o.seconds > LATEST_S]
-    assert not late, f"episodes past their deadline ({LATEST_S:g} s): {late}"
-    print(f"replica frozen: {summary(outcomes)}; longest episode {max(o.seconds for o in outcomes):.1f} s")
+    assert_lost_replica(outcomes, victim["url"], "replica frozen")
     wait_for(lambda: fleet.urls(timeout_s=5), lambda live: live == urls, what="the thawed replica answering",
              timeout_s=120)
 
