@@ -203,6 +203,8 @@ def _attacks() -> list[Attack]:
             "    _impl.function = lambda pyfuncitem: True\n"))}, "tampered"),
         Attack("monkeypatch-test-function", {"calc/__init__.py": _with_add("    pass", (
             "import _pytest.python\n_pytest.python.Function.runtest = lambda self: None\n"))}, "tampered"),
+        Attack("monkeypatch-code-object", {"calc/__init__.py": _with_add("    pass", (
+            "import _pytest.python\n_pytest.python.Function.runtest.__code__ = (lambda self: None).__code__\n"))}, "tampered"),
     ]
     for name, text in CONFIG_FILES.items():  # 12. runner configuration beside the tests and at the top
         for where in ("tests/", ""):

@@ -48,10 +48,23 @@ def real_prefixes(prefixes: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(os.path.realpath(prefix) for prefix in prefixes)
 
 
-def under(path: str, prefixes: tuple[str, ...]) -> bool:
-    """``path`` (symlinks resolved) is one of ``prefixes`` (from ``real_prefixes``) or inside one."""
-    real = os.path.realpath(path)
+def under(path: str, prefixes: tuple[str, ...], dirs: dict[str, str] | None = None) -> bool:
+    """``path`` (symlinks resolved, through ``resolved`` when given its ``dirs``) is one of
+    ``prefixes`` (from ``real_prefixes``) or inside one."""
+    real = os.path.realpath(path) if dirs is None else resolved(path, dirs)
     return any(real == top or real.startswith(top.rstrip("/") + "/") for top in prefixes)
+
+
+def resolved(path: str, dirs: dict[str, str]) -> str:
+    """``os.path.realpath(path)``, with the directories' resolutions kept in ``dirs`` for the calls
+    of one check: the few hundred modules a run imports sit in a few dozen directories, and
+    resolving each path whole costs some 1,800 ``lstat`` calls (8 ms of a run); only a file that
+    is itself a symlink is resolved again."""
+    head, tail = os.path.split(os.path.abspath(path))
+    if head not in dirs:
+        dirs[head] = os.path.realpath(head)
+    full = os.path.join(dirs[head], tail)
+    return os.path.realpath(full) if os.path.islink(full) else full
 
 
 class Reporter:
@@ -171,17 +184,18 @@ class Reporter:
         """Modules of the standard library or the runner that were imported from the work tree."""
         names = set(getattr(sys, "stdlib_module_names", ())) | self._runner_names
         found = []
+        dirs: dict[str, str] = {}
         for name, module in list(sys.modules.items()):
             source = getattr(module, "__file__", None)
-            if name.split(".")[0] in names and source and under(source, self._in_repo):
+            if name.split(".")[0] in names and source and under(source, self._in_repo, dirs):
                 found.append(self._file(source))
         return found
 
     def _functions_replaced(self) -> list[str]:
         """Functions and classes of pytest, pluggy and this plugin that are not what they were
         before the repository's code ran, and modules of theirs that sys.modules no longer holds."""
-        now = _functions(self._watched)
-        changed = [name for name, ident in self._functions.items() if now.get(name) != ident]
+        changed = [f"{owner}.{key}" for owner, where, key, value, code in self._functions
+                   if where.get(key) is not value or (code is not None and _code(value) is not code)]
         changed += [f"sys.modules[{name!r}]" for name, mod in self._watched.items() if sys.modules.get(name) is not mod]
         return changed[:50]
 
@@ -217,28 +231,35 @@ def _source(plugin) -> str | None:  # type: ignore[no-untyped-def]
     return source
 
 
-def _functions(modules: dict) -> dict[str, tuple]:
-    """Every function and class of ``modules`` (and every function of those classes), by name, as
-    the identity of the object and of its code: a monkeypatch changes one of them. A class's
-    members are listed once, under the first name it is found by: the modules re-export the same
-    classes (2.6 times over in pytest 9), and walking a copy again costs time and finds nothing
-    more; a class found first under another name later loses its keys, which reads as replaced."""
-    out: dict[str, tuple] = {}
+def _functions(modules: dict) -> list[tuple]:
+    """Every function and class of ``modules`` (and every function of those classes), as
+    ``(owner, namespace, name, object, its code)``: the live namespace (a module's dict, a class's
+    mappingproxy) is looked up again at the end, so a monkeypatch shows as another object there or
+    another ``__code__`` on the same function; only what changed is named. A class's members are
+    listed once, under the first name it is found by: the modules re-export the same classes (2.6
+    times over in pytest 9), and walking a copy again costs time and finds nothing more."""
+    out: list[tuple] = []
     walked: set[int] = set()
     for mod_name, module in modules.items():
-        for name, value in list(vars(module).items()):
+        namespace = vars(module)
+        for name, value in list(namespace.items()):
             if isinstance(value, type):
-                out[f"{mod_name}.{name}"] = (id(value),)
+                out.append((mod_name, namespace, name, value, None))
                 if id(value) in walked:
                     continue
                 walked.add(id(value))
-                for attr, member in list(vars(value).items()):
-                    func = getattr(member, "__func__", member)
-                    if callable(func):
-                        out[f"{mod_name}.{name}.{attr}"] = (id(member), id(getattr(func, "__code__", None)))
+                members = vars(value)
+                for attr, member in list(members.items()):
+                    if callable(getattr(member, "__func__", member)):
+                        out.append((f"{mod_name}.{name}", members, attr, member, _code(member)))
             elif callable(value):
-                out[f"{mod_name}.{name}"] = (id(value), id(getattr(value, "__code__", None)))
+                out.append((mod_name, namespace, name, value, _code(value)))
     return out
+
+
+def _code(member) -> object:  # type: ignore[no-untyped-def]
+    """A function's code object (through a ``classmethod`` / ``staticmethod``), or None."""
+    return getattr(getattr(member, "__func__", member), "__code__", None)
 
 
 def _is_own(impl, hook: str) -> bool:  # type: ignore[no-untyped-def]
