@@ -1,5 +1,5 @@
-"""Running a CPU smoke pipeline (scripts/smoke_pipeline.sh, scripts/smoke_agent_pipeline.sh) from a
-test: the script on a fresh run directory, its output shown when it fails, its report read back."""
+"""Running a CPU smoke pipeline (scripts/smoke_pipeline.sh, scripts/smoke_agent_pipeline.sh,
+scripts/smoke_agent_remote_step.sh) from a test: the script on a fresh run directory, its output shown when it fails, its report read back."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def run_pipeline(script: str, out: Path, env: dict[str, str]) -> Path:
-    """``scripts/<script> OUT``; fails the test with the script's last output unless it exits 0."""
-    proc = subprocess.run(["bash", str(ROOT / "scripts" / script), str(out)], cwd=ROOT, capture_output=True,
+def run_pipeline(script: str, out: Path, env: dict[str, str], args: tuple[str, ...] = ()) -> Path:
+    """``scripts/<script> [ARGS...] OUT``; fails the test with the script's last output unless it exits 0."""
+    proc = subprocess.run(["bash", str(ROOT / "scripts" / script), *args, str(out)], cwd=ROOT, capture_output=True,
                           text=True, timeout=3000, env={**os.environ, **env})
     assert proc.returncode == 0, f"{script} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
     print(proc.stdout)

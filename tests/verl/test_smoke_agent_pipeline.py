@@ -112,3 +112,31 @@ def test_view_of_the_run_opens(run: Path, report: dict) -> None:
         expect(page.locator("#m1-count")).to_have_text(str(ones))
         page.screenshot(path=str(shots / "view_agent_smoke_sample.png"), full_page=True)
         assert errors == []
+
+
+@pytest.fixture(scope="module")
+def remote(run: Path) -> dict:
+    """One GRPO step with the sessions remote (scripts/smoke_agent_remote_step.sh), from this run's
+    SFT model, into RUN/remote-step; a checked run (CODERL_AGENT_SMOKE_RUN) that has one is read."""
+    out = run / "remote-step"
+    if not (os.environ.get("CODERL_AGENT_SMOKE_RUN") and (out / "report.json").is_file()):
+        run_pipeline("smoke_agent_remote_step.sh", out, {"MINI_SWE_AGENT_VENV": str(MINI)},
+                     args=(str(run / "sft" / "merged"),))
+    return read_report(out)
+
+
+@pytest.mark.timeout(1500)
+def test_a_grpo_step_with_the_sessions_remote(remote: dict) -> None:
+    """Issue 28's check: every episode's sandbox opened, driven and graded by a `coderl serve` session
+    service over HTTP (its own counters say so), the harness's model calls relayed back to the loop's
+    gateway (a sandbox has no network: turns exist only through the relay), and the step trained."""
+    assert remote["rl_steps"] == [1], remote["rl_steps"]
+    (step,) = remote["steps"].values()
+    episodes = step["episodes"]
+    assert episodes == 8 and step["sandbox_errors"] == 0, step
+    assert step["turns_per_episode"] >= 1 and step["mask_problems"] == [], step
+    served = remote["service_requests"]
+    for route in ("/v1/sessions", "/v1/sessions/{sid}/finish", "/v1/swe/grade", "/v1/sessions/{sid}"):
+        assert served.get(route) == episodes, (route, served)  # opened, diff taken, graded, closed: each once
+    assert served.get("/v1/sessions/{sid}/exec", 0) >= episodes, served  # the harness itself
+    assert remote["grad_norm"][0] is not None, remote["grad_norm"]  # the step trained (0 when all scored alike)
