@@ -23,6 +23,10 @@ task of coderl's own set (full boundary, cgroups, overlay per episode).
   both the idle episodes per GiB; then one ``true`` each at once.
 
     nice -n 19 python benchmarks/bench_sessions.py --remote [--starts 50] [--concurrency 16,128,512] [--pool 8]
+        [--burst-pool 128]
+
+``--burst-pool K``: K episodes starting at once on a service whose pool was filled with K first
+(hand-out and open + first command, p50/p99).
 """
 
 from __future__ import annotations
@@ -216,14 +220,40 @@ async def remote(args: argparse.Namespace) -> None:
                 await s.close()
             print(f"warm pool (size {args.pool}): hand-out (the open request) {summary(handout)}; "
                   f"open + first command {summary(first)}")
+    if args.burst_pool:
+        await burst_from_pool(env, args.burst_pool)
     print(f"load average at the end: {os.getloadavg()}")
 
 
-async def wait_pool(sessions, size: int) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + 120
+async def burst_from_pool(env: dict[str, str], k: int) -> None:
+    """K episodes starting at once on a service whose pool holds K ready sandboxes: the answer to a
+    known burst (a GRPO step's episodes) is to pre-start it, and this is what that buys."""
+    from unittest import mock
+
+    from coderl.client import SessionService
+    from coderl.server.launch import running_service
+
+    with mock.patch.dict(os.environ, {**env, "CODERL_SESSION_POOL": str(k)}), running_service(slots=1) as url:
+        async with SessionService(url, timeout_s=600) as sessions:
+            await sessions.warm(limits=LIMITS)
+            await wait_pool(sessions, k, timeout_s=600)
+            await asyncio.sleep(1)  # the last refill's process settles
+            load = os.getloadavg()[0]
+            t0 = time.perf_counter()
+            results = await asyncio.gather(*(timed_start(sessions, LIMITS) for _ in range(k)))
+            wall = time.perf_counter() - t0
+            warm = sum(bool(s.warm) for _, _, s in results)
+            print(f"K={k:>3} starting at once from a pool of {k} (load {load:.1f} before): hand-out "
+                  f"{summary([ms for ms, _, _ in results])}; open + first command "
+                  f"{summary([ms for _, ms, _ in results])}, all in {wall:.2f} s; {warm}/{k} from the pool")
+            await asyncio.gather(*(s.close() for _, _, s in results))
+
+
+async def wait_pool(sessions, size: int, timeout_s: float = 120) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout_s
     while (await sessions.stats())["pool"]["ready"] < size:
         if time.monotonic() > deadline:
-            raise SystemExit(f"the warm pool did not refill to {size} in 120 s")
+            raise SystemExit(f"the warm pool did not refill to {size} in {timeout_s:.0f} s")
         await asyncio.sleep(0.05)
 
 
@@ -250,6 +280,8 @@ if __name__ == "__main__":
     parser.add_argument("--concurrency", default=None, type=lambda s: [int(x) for x in s.split(",")])
     parser.add_argument("--remote", action="store_true", help="sessions served by a real coderl serve")
     parser.add_argument("--pool", type=int, default=8, help="with --remote: the warm pool's size")
+    parser.add_argument("--burst-pool", type=int, default=0, metavar="K",
+                        help="with --remote: also K starting at once from a pool of K ready sandboxes")
     parsed = parser.parse_args()
     if parsed.concurrency is None:
         parsed.concurrency = [16, 128, 512] if parsed.remote else [8, 32, 64]
