@@ -59,6 +59,7 @@ from coderl.errors import BadRequest, DiffUnavailable, EditRejected, IsolationUn
 from coderl.sandbox import isolation, overlay, seccomp
 from coderl.sandbox.cgroups import CgroupManager, SlotCgroup
 from coderl.sandbox.frames import encode_frame, read_frame_async
+from coderl.sandbox.inside_pyc import PYC_INSIDE, compiled_inside
 from coderl.sandbox.result import ExecResult
 from coderl.sandbox.spawn import kill_process_group, spawn_in_cgroup
 from coderl.sandbox.wire import oom_kills
@@ -328,6 +329,9 @@ class SessionHost:
         self._seccomp = seccomp.build_filter()
         self._inside = [a for name in SESSION_FILES
                         for a in ("--ro-bind", isolation.inside_path(name), f"{isolation.INSIDE_DIR}/{name}")]
+        pyc = compiled_inside(SESSION_FILES[1:])  # session_init.py runs as the script: never cached
+        if pyc is not None:
+            self._inside += ["--ro-bind", pyc, PYC_INSIDE]
         self.base_dir.mkdir(parents=True, exist_ok=True)
         overlay.remove_stale(self.base_dir)
         self.cgroups.start()

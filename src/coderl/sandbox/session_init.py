@@ -28,12 +28,15 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# their byte code, compiled on the host (coderl.sandbox.inside_pyc) and bound read-only here
+sys.pycache_prefix = "/coderl-pyc" if os.path.isdir("/coderl-pyc") else None
 import pid1  # noqa: E402 - the modules beside this file (``/coderl`` in the sandbox)
 import reap  # noqa: E402
 from output_cap import CappedOutput  # noqa: E402
 from wire import write_all  # noqa: E402
 
 del sys.path[0]
+sys.pycache_prefix = None
 
 PROTO_IN, PROTO_OUT = 0, 1
 SHELL = "/bin/bash"
