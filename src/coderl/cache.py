@@ -6,6 +6,10 @@ place."""
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -13,3 +17,27 @@ def default_cache_dir() -> Path:
     """``$CODERL_CACHE`` when set and not empty, else ``~/.cache/coderl`` (kept across reboots, unlike
     a temporary directory: snapshots and environments take minutes to build)."""
     return Path(os.environ.get("CODERL_CACHE") or Path.home() / ".cache" / "coderl")
+
+
+def built_once(target: Path, command: Callable[[Path], list[str]], *, done: str, timeout_s: float) -> bool:
+    """Whether ``target/done`` exists, building ``target`` first when it does not: ``command(tmp)``
+    (run with a bare PATH) fills a fresh directory beside it, which is then renamed into place whole,
+    so a reader never sees half of it and two processes building it at once both end with one (the
+    second rename fails, harmlessly). False where it cannot be built here."""
+    if (target / done).exists():
+        return True
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=".tmp-"))
+    except OSError:
+        return False
+    try:
+        subprocess.run(command(tmp), check=True, capture_output=True, timeout=timeout_s,
+                       env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
+        tmp.chmod(0o755)
+        tmp.rename(target)
+    except (OSError, subprocess.SubprocessError):  # not buildable here, or another process was first
+        pass
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)  # gone already once renamed
+    return (target / done).exists()

@@ -14,14 +14,10 @@ missing one only costs the compile it saves; nothing in the sandbox can write th
 from __future__ import annotations
 
 import hashlib
-import os
-import shutil
-import subprocess
-import tempfile
 from functools import lru_cache
 from pathlib import Path
 
-from coderl.cache import default_cache_dir
+from coderl.cache import built_once, default_cache_dir
 from coderl.sandbox import isolation
 
 PYC_INSIDE = "/coderl-pyc"
@@ -38,23 +34,8 @@ def compiled_inside(names: tuple[str, ...]) -> str | None:
     None where they cannot be compiled here (PID 1 then compiles them itself, as before)."""
     sources = [isolation.inside_path(name) for name in names]
     python = isolation.sandbox_python()
-    digest = hashlib.sha256(b"checked-hash\0" + python.encode() + b"".join(Path(s).read_bytes() for s in sources)).hexdigest()[:16]
-    parent = default_cache_dir() / "inside-pyc"
-    target = parent / digest
-    if (target / "coderl").is_dir():
-        return str(target)
-    try:
-        parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(dir=parent, prefix=".tmp-"))
-    except OSError:
-        return None
-    try:
-        subprocess.run([python, "-I", "-S", "-c", _COMPILE, str(tmp), *sources], check=True, capture_output=True,
-                       timeout=_TIMEOUT_S, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
-        tmp.chmod(0o755)
-        tmp.rename(target)
-    except (OSError, subprocess.SubprocessError):  # not compilable here, or another process was first
-        pass
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)  # gone already once renamed
-    return str(target) if (target / "coderl").is_dir() else None
+    digest = hashlib.sha256(b"checked-hash\0" + python.encode() + b"".join(Path(s).read_bytes() for s in sources))
+    target = default_cache_dir() / "inside-pyc" / digest.hexdigest()[:16]
+    built = built_once(target, lambda tmp: [python, "-I", "-S", "-c", _COMPILE, str(tmp), *sources],
+                       done="coderl", timeout_s=_TIMEOUT_S)
+    return str(target) if built else None

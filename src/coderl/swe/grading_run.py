@@ -24,13 +24,12 @@ import json
 import os
 import secrets
 import shlex
-import shutil
 import subprocess
-import tempfile
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
+from coderl.cache import built_once
 from coderl.sandbox.session import REPO
 from coderl.swe.environment import EnvBuildError, site_packages
 from coderl.swe.store import git
@@ -95,24 +94,10 @@ def compiled_launcher(env: Path) -> Path:
     sources = [INSIDE_DIR / "launcher.py", INSIDE_DIR / "reporter.py"]
     digest = hashlib.sha256(b"".join(p.read_bytes() for p in sources)).hexdigest()[:16]
     target = env / _COMPILED_DIR / digest
-    if (target / "launcher.pyc").is_file():
-        return target / "launcher.pyc"
-    try:
-        (env / _COMPILED_DIR).mkdir(exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(dir=env / _COMPILED_DIR, prefix=".tmp-"))
-    except OSError:
-        return LAUNCHER
-    try:
-        pairs = [str(x) for p in sources for x in (p, tmp / (p.stem + ".pyc"))]
-        subprocess.run([str(env / "bin" / "python"), "-I", "-S", "-c", _COMPILE, *pairs], check=True,
-                       capture_output=True, timeout=_LOCATE_TIMEOUT_S, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
-        tmp.chmod(0o755)
-        tmp.rename(target)
-    except (OSError, subprocess.SubprocessError):  # not here (the source serves), or another grader was first
-        pass
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)  # gone already once renamed
-    return target / "launcher.pyc" if (target / "launcher.pyc").is_file() else LAUNCHER
+    built = built_once(target, lambda tmp: [str(env / "bin" / "python"), "-I", "-S", "-c", _COMPILE,
+                                            *(str(x) for p in sources for x in (p, tmp / f"{p.stem}.pyc"))],
+                       done="launcher.pyc", timeout_s=_LOCATE_TIMEOUT_S)
+    return target / "launcher.pyc" if built else LAUNCHER
 
 
 @lru_cache(maxsize=64)
