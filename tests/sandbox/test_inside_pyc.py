@@ -41,6 +41,8 @@ def in_session(repo: Path, *commands: str) -> list:
 
 
 def test_the_bound_byte_code_matches_the_bound_sources_and_is_read_only(repo: Path) -> None:
+    # PID 1 is stdlib only and names the bind itself: the same path as the host binds
+    assert f'sys.pycache_prefix = "{PYC_INSIDE}"' in Path(isolation.inside_path("session_init.py")).read_text()
     imported, written = in_session(repo, IMPORT_LIKE_PID1, f"echo x > {PYC_INSIDE}/coderl/pid1.cpython-311.pyc")
     for name in ("pid1", "reap", "output_cap", "frames", "wire"):
         assert f"code object from '{PYC_INSIDE}/coderl/{name}." in imported.stdout, imported.stdout[-2000:]

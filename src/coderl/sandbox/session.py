@@ -329,7 +329,7 @@ class SessionHost:
         self._seccomp = seccomp.build_filter()
         self._inside = [a for name in SESSION_FILES
                         for a in ("--ro-bind", isolation.inside_path(name), f"{isolation.INSIDE_DIR}/{name}")]
-        pyc = compiled_inside(SESSION_FILES[1:])  # session_init.py runs as the script: never cached
+        pyc = compiled_inside(tuple(n for n in SESSION_FILES if n != "session_init.py"))  # the script: never cached
         if pyc is not None:
             self._inside += ["--ro-bind", pyc, PYC_INSIDE]
         self.base_dir.mkdir(parents=True, exist_ok=True)
