@@ -21,10 +21,8 @@ RUN="$(mkdir -p "${1:-$CODERL_ROOT/outputs/agent-smoke}" && cd "${1:-$CODERL_ROO
 export SMOKE_RL_STEPS="${SMOKE_RL_STEPS:-3}"
 source "$CODERL_ROOT/scripts/smoke_profile.sh"
 source "$CODERL_ROOT/scripts/smoke_stages.sh"
+source "$CODERL_ROOT/scripts/smoke_agent_settings.sh"
 SCRIPTS="$CODERL_ROOT/scripts"
-export MINI_SWE_AGENT_VENV="${MINI_SWE_AGENT_VENV:-/opt/mini-swe-agent}"
-[ -x "$MINI_SWE_AGENT_VENV/bin/mini" ] || {
-  echo "error: no mini-swe-agent at $MINI_SWE_AGENT_VENV (run scripts/install_mini_swe_agent.sh)" >&2; exit 2; }
 # the agent-loop YAML's harness for the eval: the same stock mini, options and environment
 HARNESS="$("$CODERL_ROOT/.venv/bin/python" - "$CODERL_ROOT/tool_config/agent_loop.yaml" "$MINI_SWE_AGENT_VENV" <<'PY'
 import shlex, sys, yaml
@@ -63,16 +61,12 @@ stage sft env MODEL_PATH="$RUN/model" TRAIN_FILES="$RUN/data/sft/train.parquet" 
 SFT_CKPT="$(find "$RUN/sft" -maxdepth 1 -type d -name 'global_step_*' | sort -V | tail -n 1)"
 stage merge_sft bash "$SCRIPTS/merge_checkpoint.sh" "$SFT_CKPT" "$RUN/sft/merged"
 
-# GRPO: 8 episodes per step (one group per task: 8 on one task, 2 x 4 on two, ...); MAX_PROMPT covers
-# mini's first request (~1180 tokens) and, after a response mini cannot parse, the new branch's
-# prompt (that request + mini's format-error message, ~1310: with 1280 every such episode ended in
-# context_length_exceeded); MAX_RESPONSE every turn after it (gold episodes: 456-832 tokens; the
-# gateway clamps each turn to what is left). SFT: 80 epochs of the 4 rows (one step each): at 30 the
+# GRPO: 8 episodes per step (one group per task: 8 on one task, 2 x 4 on two, ...), the shared
+# settings of scripts/smoke_agent_settings.sh. SFT: 80 epochs of the 4 rows (one step each): at 30 the
 # loss was still 1.2 and every sampled first turn garbled the tool call.
 stage rl env MODEL_PATH="$RUN/sft/merged" TRAIN_FILES="$RUN/data/swe/train.parquet" VAL_FILES="$RUN/data/swe/train.parquet" \
   OUTPUT_DIR="$RUN/rl" EXPERIMENT=agent-smoke-rl TRAIN_BATCH="$RL_TASKS" MINI_BATCH="$RL_TASKS" ROLLOUT_N=$((8 / RL_TASKS)) \
-  LR=1e-5 MAX_PROMPT=1536 MAX_RESPONSE=1024 TEMPERATURE=1.0 EPOCHS="$SMOKE_RL_STEPS" SAVE_FREQ=1 TEST_FREQ=-1 AGENT_WORKERS=1 \
-  CODERL_AGENT_SCORE=repo \
+  EPOCHS="$SMOKE_RL_STEPS" SAVE_FREQ=1 "${AGENT_SMOKE_RL[@]}" \
   bash "$SCRIPTS/run_agent_rl.sh" "${SMOKE_RL_OVERRIDES[@]}"
 # Every step's checkpoint merged: the report scores step k's episodes with the weights of step k-1.
 merge_rl() { for ckpt in "$RUN"/rl/checkpoints/global_step_*; do bash "$SCRIPTS/merge_checkpoint.sh" "$ckpt"; done; }

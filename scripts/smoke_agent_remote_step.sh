@@ -26,9 +26,7 @@ case "$EPISODES" in [2-9]|[1-9][0-9]) ;; *) echo "error: SMOKE_REMOTE_EPISODES m
 export SMOKE_RL_STEPS=1
 source "$CODERL_ROOT/scripts/smoke_profile.sh"
 source "$CODERL_ROOT/scripts/smoke_stages.sh"
-export MINI_SWE_AGENT_VENV="${MINI_SWE_AGENT_VENV:-/opt/mini-swe-agent}"
-[ -x "$MINI_SWE_AGENT_VENV/bin/mini" ] || {
-  echo "error: no mini-swe-agent at $MINI_SWE_AGENT_VENV (run scripts/install_mini_swe_agent.sh)" >&2; exit 2; }
+source "$CODERL_ROOT/scripts/smoke_agent_settings.sh"
 rm -rf "$RUN"/{data,rl,logs,sessions,stages.tsv,agent_loop.yaml,service_metrics.txt,report.json}
 mkdir -p "$RUN/logs"
 : > "$STAGES"
@@ -54,11 +52,10 @@ for entry in entries:
 print(yaml.safe_dump(entries, sort_keys=False))
 PY
 
-# the agent smoke run's RL settings (scripts/smoke_agent_pipeline.sh says why each), one step
+# the agent smoke run's RL settings (scripts/smoke_agent_settings.sh), one step of one group
 stage rl env MODEL_PATH="$MODEL" TRAIN_FILES="$RUN/data/swe/train.parquet" VAL_FILES="$RUN/data/swe/train.parquet" \
-  OUTPUT_DIR="$RUN/rl" EXPERIMENT=agent-remote-step TRAIN_BATCH=1 MINI_BATCH=1 ROLLOUT_N="$EPISODES" LR=1e-5 \
-  MAX_PROMPT=1536 MAX_RESPONSE=1024 TEMPERATURE=1.0 EPOCHS=1 SAVE_FREQ=-1 TEST_FREQ=-1 AGENT_WORKERS=1 \
-  CODERL_AGENT_SCORE=repo AGENT_LOOPS="$RUN/agent_loop.yaml" \
+  OUTPUT_DIR="$RUN/rl" EXPERIMENT=agent-remote-step TRAIN_BATCH=1 MINI_BATCH=1 ROLLOUT_N="$EPISODES" \
+  EPOCHS=1 SAVE_FREQ=-1 "${AGENT_SMOKE_RL[@]}" AGENT_LOOPS="$RUN/agent_loop.yaml" \
   bash "$CODERL_ROOT/scripts/run_agent_rl.sh" "${SMOKE_RL_OVERRIDES[@]}"
 
 # what the service served, read while it still runs (first replica of a list)

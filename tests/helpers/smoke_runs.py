@@ -1,5 +1,6 @@
 """Running a CPU smoke pipeline (scripts/smoke_pipeline.sh, scripts/smoke_agent_pipeline.sh,
-scripts/smoke_agent_remote_step.sh) from a test: the script on a fresh run directory, its output shown when it fails, its report read back."""
+scripts/smoke_agent_remote_step.sh) from a test: the script on a fresh run directory, its output
+shown when it fails, its report read back."""
 
 from __future__ import annotations
 
