@@ -20,7 +20,14 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from smoke_agent_report import METRICS, episodes, rl_metrics, step_table  # the agent smoke run's readers
+from smoke_agent_report import (  # the agent smoke run's readers
+    episodes,
+    metric_series,
+    rl_metrics,
+    stage_seconds,
+    step_table,
+    stop_ids,
+)
 
 REQUEST = re.compile(r'^coderl_requests_total\{(?P<labels>.*)\} (?P<value>\S+)$')  # a route holds braces
 
@@ -39,19 +46,13 @@ def service_requests(metrics_text: str) -> dict[str, int]:
 
 
 def main(run: Path, model: Path) -> int:
-    from transformers import AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(model)
-    stop_ids = {tokenizer.convert_tokens_to_ids("<|im_end|>"), tokenizer.eos_token_id}
-    metrics = rl_metrics(run)
-    steps = {step: step_table(records, stop_ids) for step, records in episodes(run).items()}
-    stages = dict(line.split("\t") for line in (run / "stages.tsv").read_text().splitlines() if line)
+    stops = stop_ids(model)
+    steps = {step: step_table(records, stops) for step, records in episodes(run).items()}
     report: dict[str, Any] = {
-        "rl_steps": [m["step"] for m in metrics],
-        **{name: [m.get(key) for m in metrics] for name, key in METRICS.items()},
+        **metric_series(rl_metrics(run)),
         "steps": steps,
         "service_requests": service_requests((run / "service_metrics.txt").read_text()),
-        "stage_seconds": {k: int(v) for k, v in stages.items()},
+        "stage_seconds": stage_seconds(run),
     }
     (run / "report.json").write_text(json.dumps(report, indent=2) + "\n")
     for step, s in steps.items():

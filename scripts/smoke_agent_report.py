@@ -34,6 +34,23 @@ METRICS = {  # report name -> verl 0.9.1 metric (trainer/ppo/ray_trainer.py, uti
 }
 
 
+def stop_ids(model_dir: Path) -> set[int]:
+    """The tokens that end a sampled turn in ``model_dir``'s tokenizer."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    return {tokenizer.convert_tokens_to_ids("<|im_end|>"), tokenizer.eos_token_id}
+
+
+def stage_seconds(run: Path) -> dict[str, int]:
+    return {name: int(s) for name, s in (line.split("\t") for line in (run / "stages.tsv").read_text().splitlines() if line)}
+
+
+def metric_series(metrics: list[dict[str, Any]]) -> dict[str, Any]:
+    """``rl_steps`` and each of ``METRICS`` per step."""
+    return {"rl_steps": [m["step"] for m in metrics], **{name: [m.get(key) for m in metrics] for name, key in METRICS.items()}}
+
+
 def rl_metrics(run: Path) -> list[dict[str, Any]]:
     rows = [json.loads(line) for line in (run / "rl" / "metrics.jsonl").read_text().splitlines() if line.strip()]
     return [{"step": r["step"], **r["data"]} for r in rows if "actor/grad_norm" in r.get("data", {})]
@@ -153,29 +170,24 @@ def actor_state(run: Path, step: int) -> dict[str, Any] | None:
 
 
 def main(run: Path) -> int:
-    from transformers import AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(run / "sft" / "merged")
-    stop_ids = {tokenizer.convert_tokens_to_ids("<|im_end|>"), tokenizer.eos_token_id}
-    stages = dict(line.split("\t") for line in (run / "stages.tsv").read_text().splitlines() if line)
+    stops = stop_ids(run / "sft" / "merged")
     metrics = rl_metrics(run)
     by_step = episodes(run)
-    steps = {step: step_table(records, stop_ids) for step, records in by_step.items()}
+    steps = {step: step_table(records, stops) for step, records in by_step.items()}
     for step, records in by_step.items():
         steps[step]["recomputed_logprob_abs_diff"] = recomputed_logprob_diff(run / "sft" / "merged", records,
                                                                              actor_state(run, step))
     rl_ckpt = sorted((run / "rl" / "checkpoints").glob("global_step_*"), key=lambda p: int(p.name.split("_")[-1]))[-1]
     evals = {name: json.loads((run / "eval" / name / "summary.json").read_text()) for name in ("sft", "rl")}
     report = {
-        "rl_steps": [m["step"] for m in metrics],
-        **{name: [m.get(key) for m in metrics] for name, key in METRICS.items()},
+        **metric_series(metrics),
         "steps": steps,
         "rl_checkpoint": str(rl_ckpt),
         "max_weight_change_sft_to_rl": weight_change(run / "sft" / "merged", rl_ckpt / "huggingface_merged"),
         "heldout": {name: {k: s[k] for k in ("tasks", "resolved", "resolved_rate", "sandbox_errors", "statuses",
                                             "tests_touched")} for name, s in evals.items()},
         "figures": sorted(str(p) for p in (run / "figures").glob("*.png")),
-        "stage_seconds": {k: int(v) for k, v in stages.items()},
+        "stage_seconds": stage_seconds(run),
     }
     (run / "report.json").write_text(json.dumps(report, indent=2) + "\n")
     print_table(run, report)
