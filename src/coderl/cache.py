@@ -5,6 +5,7 @@ place."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -41,3 +42,19 @@ def built_once(target: Path, command: Callable[[Path], list[str]], *, done: str,
     finally:
         shutil.rmtree(tmp, ignore_errors=True)  # gone already once renamed
     return (target / done).exists()
+
+
+class file_lock:
+    """An exclusive file lock beside ``path``: one builder of a cached thing across processes."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path.with_name(path.name + ".lock")
+
+    def __enter__(self) -> None:
+        self.fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o644)
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+
+    def __exit__(self, *exc: object) -> None:
+        fcntl.flock(self.fd, fcntl.LOCK_UN)
+        os.close(self.fd)

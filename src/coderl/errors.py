@@ -28,6 +28,7 @@ an isinstance ladder or reads a message's text::
     │   ├── IsolationUnavailable the host cannot provide the security boundary
     │   ├── SlotFailure          a runner died, hung or answered nonsense
     │   ├── SessionFailure       an agent session's sandbox did not start, died or hung
+    │   ├── ImageUnavailable     a task's container image cannot be had, built or unpacked here
     │   ├── DeadlineExceeded     the request's deadline passed (HTTP 504: retry)
     │   └── Overloaded           the bounded queue is full (HTTP 429)
     ├── ClientDisconnected       the client went away (HTTP 499: only the log and metrics see it)
@@ -170,6 +171,11 @@ class SlotFailure(SandboxError):
 
 class SessionFailure(SandboxError):
     """An agent session's sandbox failed (did not start, died, hung): our fault, never the agent's."""
+
+
+class ImageUnavailable(SandboxError):
+    """A task's container image cannot be pulled, built or unpacked on this machine (or names a
+    user or work dir it does not have): the data's fault or ours, never the agent's."""
 
 
 class DeadlineExceeded(SandboxError):

@@ -15,7 +15,6 @@ episode and grading run mounts it read-only under its own overlay.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import re
 import shutil
@@ -24,6 +23,7 @@ import tarfile
 from collections.abc import Callable
 from pathlib import Path
 
+from coderl.cache import file_lock
 from coderl.errors import RepoUnavailable
 
 _TARBALL_SUFFIXES = (".tar.gz", ".tgz", ".tar")
@@ -133,19 +133,3 @@ def build_once(dest: Path, build: Callable[[Path], Path]) -> Path:
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     return dest
-
-
-class file_lock:
-    """An exclusive file lock beside ``path``: one builder per snapshot across processes."""
-
-    def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.path = path.with_name(path.name + ".lock")
-
-    def __enter__(self) -> None:
-        self.fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o644)
-        fcntl.flock(self.fd, fcntl.LOCK_EX)
-
-    def __exit__(self, *exc: object) -> None:
-        fcntl.flock(self.fd, fcntl.LOCK_UN)
-        os.close(self.fd)
