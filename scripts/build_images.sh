@@ -12,6 +12,8 @@
 #                                      without a GPU
 #   all       sandbox cuda ascend; with --local-base: sandbox cpu (accelerator bases come only from
 #             a registry)
+#   bases     with --local-base only: the local Debian and Python bases, nothing on them (what the
+#             image-task tests build their task images FROM)
 #
 # Options:
 #   --local-base        make the bases no registry is needed for: Debian 12 (mmdebstrap), a Python
@@ -50,9 +52,9 @@ while [ "$#" -gt 0 ]; do
     --ca-file) [ "$#" -ge 2 ] && [ -f "$2" ] || die "--ca-file needs a readable file"; CA_FILES+=("$2"); shift ;;
     --torch-wheel) [ "$#" -ge 2 ] && [ -f "$2" ] || die "--torch-wheel needs a wheel file"; TORCH_WHEEL="$2"; shift ;;
     -h|--help) usage; exit 0 ;;
-    sandbox|cuda|ascend|cpu) TARGETS+=("$1") ;;
+    sandbox|cuda|ascend|cpu|bases) TARGETS+=("$1") ;;
     all) if [ "$LOCAL_BASE" = 1 ]; then TARGETS+=(sandbox cpu); else TARGETS+=(sandbox cuda ascend); fi ;;
-    *) die "unknown argument '$1' (targets: sandbox cuda ascend cpu all; --help)" ;;
+    *) die "unknown argument '$1' (targets: sandbox cuda ascend cpu bases all; --help)" ;;
   esac
   shift
 done
@@ -134,6 +136,9 @@ for target in "${TARGETS[@]}"; do
     cuda|ascend)
       [ "$LOCAL_BASE" = 0 ] || die "$target: its accelerator base comes only from a registry (the cpu target builds the same layers on a CPU base)"
       build "coderl-$target:$VERSION" "docker/Dockerfile.$target" . ;;
+    bases)
+      [ "$LOCAL_BASE" = 1 ] || die "bases: only with --local-base"
+      python_base ;;
     cpu)  # its base is always made here
       torch_cpu_base
       build "coderl-cpu:$VERSION" docker/Dockerfile.cuda . --build-arg "BASE_IMAGE=$LOCAL_TORCH" ;;
