@@ -223,12 +223,13 @@ def _kind(exc: BaseException) -> str:
 
 
 def _source(plugin) -> str | None:  # type: ignore[no-untyped-def]
-    """The file a plugin's code comes from (a module's own, or its class's module's)."""
-    source = getattr(plugin, "__file__", None) if isinstance(plugin, type(sys)) else None
-    if source is None and not isinstance(plugin, type(sys)):
-        module = sys.modules.get(type(plugin).__module__)
-        source = getattr(module, "__file__", None)
-    return source
+    """The file a plugin's code comes from: a module's own; a class's module's (pytest 7 and 8
+    register ``legacypath``'s ``LegacyTmpdirPlugin`` class itself, whose type is ``type``, from
+    ``builtins``, which has no file); an instance's class's module's."""
+    if isinstance(plugin, type(sys)):
+        return getattr(plugin, "__file__", None)
+    owner = plugin if isinstance(plugin, type) else type(plugin)
+    return getattr(sys.modules.get(owner.__module__), "__file__", None)
 
 
 def _functions(modules: dict) -> list[tuple]:
