@@ -74,19 +74,7 @@ def bwrap_argv(*, seccomp_fd: int, oom_fd: int | None, extra_binds: Iterable[str
 def boundary_args(extra_binds: Iterable[str]) -> list[str]:
     """bwrap and the part of its command line every sandbox shares (slots and agent sessions):
     namespaces, identity, environment, the read-only system files and ``extra_binds`` read-only."""
-    bwrap = bwrap_path()
-    if bwrap is None:
-        raise FileNotFoundError("bwrap not found")
-    args = [
-        bwrap,
-        "--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
-        "--unshare-cgroup-try", "--disable-userns",
-        "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--hostname", "sandbox",
-        "--cap-drop", "ALL", "--die-with-parent", "--new-session", "--as-pid-1",
-        "--clearenv", "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin", "--setenv", "HOME", "/tmp",
-        "--setenv", "LANG", "C.UTF-8", "--setenv", "TMPDIR", "/tmp",
-        *_root_links(),
-    ]
+    args = namespace_args() + _root_links()
     for path in _ETC:
         args += ["--ro-bind-try", path, path]
     for name, path in _OWN_ETC:
@@ -97,6 +85,24 @@ def boundary_args(extra_binds: Iterable[str]) -> list[str]:
             seen.add(path)
             args += ["--ro-bind", path, path]
     return args
+
+
+def namespace_args(uid: int = SANDBOX_UID, gid: int = SANDBOX_UID) -> list[str]:
+    """bwrap and what every sandbox shares whatever its root filesystem (the host's system files or
+    an image's, ``coderl.sandbox.image_session``): the namespaces, the identity without capabilities,
+    the cleared environment."""
+    bwrap = bwrap_path()
+    if bwrap is None:
+        raise FileNotFoundError("bwrap not found")
+    return [
+        bwrap,
+        "--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
+        "--unshare-cgroup-try", "--disable-userns",
+        "--uid", str(uid), "--gid", str(gid), "--hostname", "sandbox",
+        "--cap-drop", "ALL", "--die-with-parent", "--new-session", "--as-pid-1",
+        "--clearenv", "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin", "--setenv", "HOME", "/tmp",
+        "--setenv", "LANG", "C.UTF-8", "--setenv", "TMPDIR", "/tmp",
+    ]
 
 
 def unisolated_argv(box: str, scratch: str, oom_fd: int | None) -> list[str]:

@@ -25,11 +25,12 @@ from coderl.errors import IsolationUnavailable
 from coderl.sandbox.stale import left_by_dead_process
 
 _MNT_DETACH = 2
+NOSUID_NODEV = 2 | 4  # MS_NOSUID | MS_NODEV: an image's files may hold setuid binaries or device nodes
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
 
 
-def _mount(source: str, target: str, fstype: str, options: str) -> None:
-    if _libc.mount(source.encode(), target.encode(), fstype.encode(), 0, options.encode()) != 0:
+def _mount(source: str, target: str, fstype: str, options: str, flags: int = 0) -> None:
+    if _libc.mount(source.encode(), target.encode(), fstype.encode(), flags, options.encode()) != 0:
         err = ctypes.get_errno()
         raise OSError(err, f"mount {fstype} on {target}: {os.strerror(err)}")
 
@@ -41,7 +42,7 @@ def _umount(target: str) -> None:
 class EpisodeLayer:
     """``root``: the tmpfs; ``merged``: the repository as the episode sees it; ``lower``: pristine."""
 
-    def __init__(self, root: Path, lower: Path, disk_mb: int) -> None:
+    def __init__(self, root: Path, lower: Path, disk_mb: int, *, flags: int = 0) -> None:
         self.root, self.lower = root, lower
         self.upper, self.work, self.merged = root / "upper", root / "work", root / "merged"
         self._mounted: list[str] = []
@@ -49,12 +50,12 @@ class EpisodeLayer:
         try:
             # inodes capped too (one per 4 KiB of the size): a tmpfs's default is half of RAM's pages,
             # and millions of empty files cost kernel memory no size limit counts
-            _mount("coderl-episode", str(root), "tmpfs", f"size={disk_mb}m,nr_inodes={disk_mb * 256},mode=0755")
+            _mount("coderl-episode", str(root), "tmpfs", f"size={disk_mb}m,nr_inodes={disk_mb * 256},mode=0755", flags)
             self._mounted.append(str(root))
             for d in (self.upper, self.work, self.merged):
                 d.mkdir()
             _mount("coderl-overlay", str(self.merged), "overlay",
-                   f"lowerdir={lower},upperdir={self.upper},workdir={self.work}")
+                   f"lowerdir={lower},upperdir={self.upper},workdir={self.work}", flags)
             self._mounted.append(str(self.merged))
         except OSError as exc:
             self.remove()

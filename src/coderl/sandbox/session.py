@@ -56,9 +56,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from coderl.errors import BadRequest, DiffUnavailable, EditRejected, IsolationUnavailable, SessionFailure
-from coderl.sandbox import isolation, overlay, seccomp
+from coderl.sandbox import image_session, isolation, overlay, seccomp
 from coderl.sandbox.cgroups import CgroupManager, SlotCgroup
 from coderl.sandbox.frames import encode_frame, read_frame_async
+from coderl.sandbox.image_rootfs import ImageRoot
 from coderl.sandbox.inside_pyc import PYC_INSIDE, compiled_inside
 from coderl.sandbox.result import ExecResult
 from coderl.sandbox.spawn import kill_process_group, spawn_in_cgroup
@@ -117,13 +118,16 @@ class Session:
     _env: dict[str, str] = field(default_factory=dict)
     _diff: str | None = None
     started_s: float = 0.0  # how long opening took
+    workdir: str = REPO  # where commands start and relative paths lead: the work tree inside
+    work_tree: Path | None = None  # the work tree on the host (image sessions: under the layer's root)
+    pristine_git: Path | None = None  # what the diff is taken against (image sessions: a snapshot of workdir)
 
     # ------------------------------------------------------------------ the shell tool
     @property
     def remaining_s(self) -> float:
         return max(0.0, self._deadline - time.monotonic())
 
-    async def exec(self, cmd: str, *, timeout_s: float | None = None, cwd: str = REPO, stdin: bytes = b"",
+    async def exec(self, cmd: str, *, timeout_s: float | None = None, cwd: str | None = None, stdin: bytes = b"",
                    env: dict[str, str] | None = None) -> ExecResult:
         """Run ``bash -c cmd`` in the episode; what it started is killed when it returns."""
         budget = min(timeout_s or self.limits.exec_s, self.remaining_s)
@@ -131,7 +135,7 @@ class Session:
             return ExecResult.of_command(exit_code=None, signal=None, timed_out=True,
                                          stderr="the episode's time budget is spent")
         lim = self.limits
-        request = {"op": "exec", "cmd": cmd, "cwd": cwd, "env": {**self._env, **(env or {})}, "timeout_s": budget,
+        request = {"op": "exec", "cmd": cmd, "cwd": cwd or self.workdir, "env": {**self._env, **(env or {})}, "timeout_s": budget,
                    "output_bytes": lim.output_kb * 1024,
                    "rlimits": {"RLIMIT_NOFILE": lim.open_files, "RLIMIT_FSIZE": lim.file_size_mb << 20,
                                "RLIMIT_CORE": 0, "RLIMIT_NPROC": lim.max_processes}}
@@ -257,7 +261,7 @@ class Session:
 
     # ------------------------------------------------------------------ internals
     def _abs(self, path: str) -> str:
-        return os.path.normpath(path if path.startswith("/") else os.path.join(REPO, path))
+        return os.path.normpath(path if path.startswith("/") else os.path.join(self.workdir, path))
 
     async def _kill(self) -> None:
         proc, self._proc = self._proc, None
@@ -291,6 +295,13 @@ async def _stderr_of(proc: asyncio.subprocess.Process | None) -> str:
         async with asyncio.timeout(1):
             return (await proc.stderr.read(2000)).decode("utf-8", "replace").strip()
     return ""
+
+
+def _check_gateway(gateway_socket: str | None, gateway_port: int | None) -> None:
+    if gateway_port is not None and gateway_socket is None:
+        raise BadRequest("gateway_port needs gateway_socket")
+    if gateway_socket is not None and not stat.S_ISSOCK(_mode(gateway_socket)):
+        raise BadRequest(f"gateway socket {gateway_socket} is not a listening unix socket (is the gateway up?)")
 
 
 def _mode(path: str) -> int:
@@ -352,40 +363,95 @@ class SessionHost:
         t0 = time.monotonic()
         if not (repo_dir / ".git").is_dir():
             raise BadRequest(f"{repo_dir} is not a git work tree with a .git directory")
-        if gateway_port is not None and gateway_socket is None:
-            raise BadRequest("gateway_port needs gateway_socket")
-        if gateway_socket is not None and not stat.S_ISSOCK(_mode(gateway_socket)):
-            raise BadRequest(f"gateway socket {gateway_socket} is not a listening unix socket (is the gateway up?)")
+        _check_gateway(gateway_socket, gateway_port)
         n = next(_EPISODE_IDS)
         sid = f"{os.getpid()}-{n}"
         layer = overlay.EpisodeLayer(self.base_dir / sid, repo_dir.resolve(), limits.disk_mb)
-        cgroup = None
+        path = f"{env_dir}/bin:{_PATH}" if env_dir else _PATH
+        session_env = {"PATH": path, "HOME": "/tmp", "LANG": "C.UTF-8", "TMPDIR": "/tmp", **(env or {})}
+        if env_dir:
+            session_env["VIRTUAL_ENV"] = str(env_dir)
+        session = Session(id=sid, repo_dir=repo_dir, limits=limits, _host=self, layer=layer, cgroup=None,
+                          _env=session_env)
+        argv = self._argv(layer.merged, limits, [str(env_dir)] if env_dir else [], ro_binds,
+                          [("--bind", gateway_socket, GATEWAY_SOCKET)] if gateway_socket else [])
+        await self._start(session, argv, n, gateway_port)
+        session.started_s = time.monotonic() - t0
+        return session
+
+    async def open_image(self, image: ImageRoot, *, workdir: str | None = None, user: str | None = None,
+                         limits: SessionLimits | None = None, ro_binds: Sequence[str] = (),
+                         ro_mounts: Sequence[tuple[str, str]] = (), gateway_socket: str | None = None,
+                         gateway_port: int | None = None, env: dict[str, str] | None = None) -> Session:
+        """A fresh episode whose root filesystem is ``image`` (``coderl.sandbox.image_session``): its
+        work dir and user are the image's unless given; ``ro_mounts`` are (host path, path inside)
+        bound read-only (a Harbor task's tests, in a grading run). The diff is taken of ``workdir``
+        against the image's own (``ImageRoot.pristine_git``)."""
+        self.start()
+        limits = limits or SessionLimits()
+        t0 = time.monotonic()
+        workdir = os.path.normpath(workdir or image.workdir)
+        pristine = await asyncio.to_thread(image.pristine_git, workdir)
+        uid, gid, home = image.identity(user)
+        pid1 = [*image_session.host_python()[0], "-I", "-S", f"{isolation.INSIDE_DIR}/session_init.py"]
+        _check_gateway(gateway_socket, gateway_port)
+        n = next(_EPISODE_IDS)
+        sid = f"{os.getpid()}-{n}"
+        layer = overlay.EpisodeLayer(self.base_dir / sid, image.rootfs, limits.disk_mb, flags=overlay.NOSUID_NODEV)
+        session_env = {"PATH": _PATH, "HOME": home, "LANG": "C.UTF-8", "TMPDIR": "/tmp", **image.env, **(env or {})}
+        session = Session(id=sid, repo_dir=image.rootfs, limits=limits, _host=self, layer=layer, cgroup=None,
+                          _env=session_env, workdir=workdir, work_tree=layer.merged / workdir.lstrip("/"),
+                          pristine_git=pristine)
+        binds = [("--ro-bind", src, dst) for src, dst in ro_mounts]
+        if gateway_socket:
+            binds.append(("--bind", gateway_socket, GATEWAY_SOCKET))
+        argv = image_session.image_argv(layer.merged, workdir=workdir, uid=uid, gid=gid, tmp_mb=limits.tmp_mb,
+                                        inside_binds=self._inside, ro_binds=list(ro_binds), binds=binds,
+                                        setenv={"HOME": home})
+        argv += ["--seccomp", "SECCOMP_FD", "--", *pid1]
+        await self._start(session, argv, n, gateway_port)
+        session.started_s = time.monotonic() - t0
+        return session
+
+    async def _start(self, session: Session, argv: list[str], n: int, gateway_port: int | None) -> None:
+        """Spawn ``argv`` as the episode's sandbox under a fresh cgroup and wait for PID 1; on any
+        failure everything made for the episode is removed."""
         try:
             if self.cgroups.available:
-                cgroup = self.cgroups.slot(100000 + n)  # beside any engine's slotN groups of this process
-                cgroup.set_limits(limits.memory_mb << 20, limits.max_processes)
-            path = f"{env_dir}/bin:{_PATH}" if env_dir else _PATH
-            session_env = {"PATH": path, "HOME": "/tmp", "LANG": "C.UTF-8", "TMPDIR": "/tmp", **(env or {})}
-            if env_dir:
-                session_env["VIRTUAL_ENV"] = str(env_dir)
-            session = Session(id=sid, repo_dir=repo_dir, limits=limits, _host=self, layer=layer, cgroup=cgroup,
-                              _env=session_env)
-            argv = self._argv(layer.merged, limits, [str(env_dir)] if env_dir else [], ro_binds,
-                              [("--bind", gateway_socket, GATEWAY_SOCKET)] if gateway_socket else [])
-            proc, oom_fd = await self._spawn(argv, cgroup)
+                session.cgroup = self.cgroups.slot(100000 + n)  # beside any engine's slotN groups of this process
+                session.cgroup.set_limits(session.limits.memory_mb << 20, session.limits.max_processes)
+            proc, oom_fd = await self._spawn(argv, session.cgroup)
             self.sessions.add(session)
         except BaseException:
-            layer.remove()
-            if cgroup is not None:
-                cgroup.remove()
+            session.layer.remove()
+            if session.cgroup is not None:
+                session.cgroup.remove()
             raise
         try:
             await session.attach(proc, oom_fd, gateway_port=gateway_port)
         except BaseException:
             await session.close()
             raise
-        session.started_s = time.monotonic() - t0
-        return session
+
+    async def apply_diff(self, session: Session, diff: str) -> str:
+        """Apply ``diff`` to the session's work tree with our own git, run in a host-root sandbox
+        over that tree (an image need not have git, and its git is not ours): '' or why not."""
+        script = ("exec 3>&2 2>/tmp/err; cat > /tmp/change.patch && git -c core.hooksPath=/dev/null apply "
+                  "--whitespace=nowarn /tmp/change.patch || { s=$?; tail -c 400 /tmp/err >&3; exit $s; }")
+        env = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CEILING_DIRECTORIES": "/"}
+        argv = self._argv(session.work_tree or session.layer.merged, session.limits, [], [], [], setenv=env,
+                          command=["/bin/sh", "-c", script])
+        proc, oom_fd = await self._spawn(argv, session.cgroup)
+        if oom_fd is not None:
+            os.close(oom_fd)
+        try:
+            async with asyncio.timeout(_CAPTURE_TIMEOUT_S):
+                _, err = await proc.communicate(diff.encode("utf-8", "surrogateescape"))
+        except TimeoutError as exc:
+            raise SessionFailure(f"session {session.id}: applying a diff took over {_CAPTURE_TIMEOUT_S:.0f} s") from exc
+        finally:
+            await kill_process_group(proc)
+        return "" if proc.returncode == 0 else (err.decode("utf-8", "replace").strip() or f"exit {proc.returncode}")
 
     def _argv(self, merged: Path, limits: SessionLimits, env_binds: list[str], ro_binds: Sequence[str],
               binds: list[tuple[str, str, str]], *, command: Sequence[str] | None = None,
@@ -443,8 +509,9 @@ class SessionHost:
         env = {"GIT_DIR": "/git", "GIT_WORK_TREE": REPO, "GIT_INDEX_FILE": "/tmp/index",
                "GIT_OBJECT_DIRECTORY": "/tmp/objects", "GIT_ALTERNATE_OBJECT_DIRECTORIES": "/git/objects",
                "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null"}
-        argv = self._argv(session.layer.merged, session.limits, [], [], [], repo_ro=True, setenv=env,
-                          pristine_git=session.repo_dir.resolve() / ".git", command=["/bin/sh", "-c", script])
+        argv = self._argv(session.work_tree or session.layer.merged, session.limits, [], [], [], repo_ro=True,
+                          setenv=env, pristine_git=session.pristine_git or session.repo_dir.resolve() / ".git",
+                          command=["/bin/sh", "-c", script])
         proc, oom_fd = await self._spawn(argv, session.cgroup)
         if oom_fd is not None:
             os.close(oom_fd)

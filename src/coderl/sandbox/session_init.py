@@ -39,7 +39,7 @@ del sys.path[0]
 sys.pycache_prefix = None
 
 PROTO_IN, PROTO_OUT = 0, 1
-SHELL = "/bin/bash"
+SHELL = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"  # an image may have no bash
 OUTPUT_KILL_FACTOR = 64  # a command that prints this many times what is kept is killed, not drained until its timeout
 DRAIN_AFTER_EXIT_S = 0.2  # output still in the pipes once the command exited (a background writer holds them)
 _FORWARDERS: set[int] = set()

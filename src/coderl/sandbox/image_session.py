@@ -1,0 +1,81 @@
+"""The bubblewrap command line of a session whose root filesystem is a task's image.
+
+Same boundary as a host-root session (``isolation.namespace_args``: user/pid/net/mount/ipc/uts/cgroup
+namespaces, every capability dropped, no_new_privs, the seccomp filter, a cleared environment, the
+episode's cgroup), with the root replaced: ``/`` is the episode's overlay of the unpacked image
+(``image_rootfs``; the upper layer is the episode's own size-capped tmpfs, mounted nosuid,nodev),
+writable, so the agent may change system paths too, in its own layer only. Fresh ``/proc``, ``/dev``,
+``/tmp`` and ``/dev/shm`` as in every sandbox; our hosts file (localhost only).
+
+PID 1 (``session_init.py``) must not depend on what the image holds (a Harbor image may have no
+Python, a SWE-bench one an older C library than the host's Python was built against), so it runs
+on the sandbox's own interpreter, bound read-only under ``/coderl-host`` together with the host
+libraries it links, started through the host's dynamic loader with those libraries only
+(``ld.so --library-path``). What it then executes (``/bin/bash -c CMD``) is the image's, loaded
+by the image's loader. The sandbox sees the host's interpreter and C libraries read-only, as a
+host-root session does; nothing else of the host.
+
+The identity is the image's user (or the task's): ``--uid/--gid`` in the user namespace, mapped to
+the service's own user, which owns the unpacked files; no capabilities either way, so uid 0 in
+here can do no more than uid 65534 can in a host-root session (its own files, nothing else).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import subprocess
+from pathlib import Path
+
+from coderl.sandbox import isolation
+from coderl.sandbox.pythonenv import sandbox_python, sandbox_python_prefix
+
+HOST_DIR = "/coderl-host"
+
+
+@functools.cache
+def host_python() -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
+    """(the command prefix that runs the sandbox's interpreter inside an image, the read-only binds it
+    needs as (host path, path inside)). The interpreter's shared libraries, as ``ldd`` finds them,
+    are reached through ``--library-path`` only, so the image's own libraries never mix in."""
+    exe = os.path.realpath(sandbox_python())
+    out = subprocess.run(["ldd", exe], capture_output=True, text=True, timeout=30, check=True).stdout
+    loader, lib_dirs = "", []
+    for line in out.splitlines():
+        words = line.split()
+        path = words[2] if len(words) > 2 and words[1] == "=>" else words[0] if words and words[0].startswith("/") else ""
+        if not path.startswith("/"):
+            continue
+        real = os.path.realpath(path)
+        if "=>" not in words:
+            loader = real
+        lib_dirs.append(os.path.dirname(real))
+    prefix = os.path.realpath(sandbox_python_prefix())
+    binds = dict.fromkeys([prefix, *lib_dirs])
+    inside = {p: HOST_DIR + p for p in binds}
+    library_path = ":".join(dict.fromkeys([f"{inside[prefix]}/lib", *(inside[d] for d in lib_dirs)]))
+    command = (HOST_DIR + loader, "--library-path", library_path, HOST_DIR + exe)
+    return command, tuple(inside.items())
+
+
+def image_argv(root: Path, *, workdir: str, uid: int, gid: int, tmp_mb: int, inside_binds: list[str],
+               ro_binds: list[str], binds: list[tuple[str, str, str]], setenv: dict[str, str]) -> list[str]:
+    """bwrap's argv up to (not including) ``--seccomp`` for a sandbox rooted at ``root`` (a mounted
+    overlay of an image); ``inside_binds``: the session's own files (``--ro-bind SRC DST`` triples)."""
+    args = isolation.namespace_args(uid, gid)
+    args += ["--bind", str(root), "/", "--proc", "/proc", "--dev", "/dev",
+             "--size", str(tmp_mb << 20), "--tmpfs", "/tmp",
+             "--size", str(min(tmp_mb, 256) << 20), "--tmpfs", "/dev/shm"]
+    for src, dst in host_python()[1]:
+        args += ["--ro-bind", src, dst]
+    args += inside_binds
+    if (root / "etc").is_dir():
+        args += ["--ro-bind", isolation.inside_path("etc_hosts.txt"), "/etc/hosts"]
+    for path in dict.fromkeys(ro_binds):
+        args += ["--ro-bind", path, path]
+    for kind, src, dst in binds:
+        args += ["--dir", os.path.dirname(dst), kind, src, dst]
+    for name, value in setenv.items():
+        args += ["--setenv", name, value]
+    args += ["--chdir", workdir]
+    return args
