@@ -27,3 +27,21 @@ def sandbox_python_prefix() -> str:
     sandbox."""
     exe = os.path.realpath(sandbox_python())
     return os.path.dirname(os.path.dirname(exe))
+
+
+def venv_base_prefix(venv: str) -> str | None:
+    """The install tree of the interpreter a virtualenv links to (its ``pyvenv.cfg`` ``home``'s
+    parent), which the sandbox binds read-only beside the environment: a task environment of
+    another Python version than the sandbox's (``coderl.swe.interpreters``) cannot start without
+    it. None when ``venv`` is not a virtualenv or its interpreter is the sandbox's own."""
+    try:
+        with open(os.path.join(venv, "pyvenv.cfg"), encoding="utf-8") as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        key, _, value = line.partition("=")
+        if key.strip() == "home" and value.strip():
+            prefix = os.path.dirname(os.path.realpath(value.strip()))
+            return None if prefix in ("/usr", "/", sandbox_python_prefix()) else prefix
+    return None

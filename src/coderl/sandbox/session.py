@@ -23,7 +23,8 @@ cleared environment), plus:
   ``/dev/shm`` private tmpfs. Episodes share the pristine tree read-only and nothing else, so one
   cannot see another's files.
 - ``env_dir`` (a prepared virtualenv, ``coderl.swe.environment``) and ``ro_binds`` (e.g. a harness's
-  own install) read-only at their host paths; ``env_dir/bin`` leads PATH.
+  own install) read-only at their host paths, with the install tree of the environment's interpreter
+  when it is not the sandbox's (a pyenv or uv Python of the task's version); ``env_dir/bin`` leads PATH.
 - no network but the namespace's own loopback. ``gateway_socket``: one host unix socket bound in
   at ``GATEWAY_SOCKET`` and, with ``gateway_port``, relayed from ``127.0.0.1:gateway_port`` inside
   (for HTTP clients that cannot speak to a unix socket): the episode's single way out.
@@ -61,6 +62,7 @@ from coderl.sandbox.cgroups import CgroupManager, SlotCgroup
 from coderl.sandbox.frames import encode_frame, read_frame_async
 from coderl.sandbox.image_rootfs import ImageRoot
 from coderl.sandbox.inside_pyc import PYC_INSIDE, compiled_inside
+from coderl.sandbox.pythonenv import venv_base_prefix
 from coderl.sandbox.result import ExecResult
 from coderl.sandbox.spawn import kill_process_group, spawn_in_cgroup
 from coderl.sandbox.wire import oom_kills
@@ -304,6 +306,15 @@ def _check_gateway(gateway_socket: str | None, gateway_port: int | None) -> None
         raise BadRequest(f"gateway socket {gateway_socket} is not a listening unix socket (is the gateway up?)")
 
 
+def _env_binds(env_dir: Path | None) -> list[str]:
+    """The task environment and the install tree of its interpreter (read-only at their host
+    paths): an environment of another Python than the sandbox's links to one outside it."""
+    if env_dir is None:
+        return []
+    base = venv_base_prefix(str(env_dir))
+    return [str(env_dir), *([base] if base else [])]
+
+
 def _mode(path: str) -> int:
     try:
         return os.stat(path).st_mode
@@ -373,7 +384,7 @@ class SessionHost:
             session_env["VIRTUAL_ENV"] = str(env_dir)
         session = Session(id=sid, repo_dir=repo_dir, limits=limits, _host=self, layer=layer, cgroup=None,
                           _env=session_env)
-        argv = self._argv(layer.merged, limits, [str(env_dir)] if env_dir else [], ro_binds,
+        argv = self._argv(layer.merged, limits, _env_binds(env_dir), ro_binds,
                           [("--bind", gateway_socket, GATEWAY_SOCKET)] if gateway_socket else [])
         await self._start(session, argv, n, gateway_port)
         session.started_s = time.monotonic() - t0

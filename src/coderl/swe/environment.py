@@ -8,33 +8,60 @@ training machines have no network), and a ``.pth`` file that puts the repository
 what ``pip install -e .`` gives, without running the repository's setup code. The venv lives at
 the same path on the host and in the sandbox (mounted read-only), so its absolute paths hold.
 
-An environment is keyed by a hash of (interpreter, requirements, pythonpath, find_links), built
-under a lock, and marked complete last; a failed build is removed and raises ``EnvBuildError``
-with pip's own last lines.
+A real project's environment (an ``EnvSpec`` with ``python``; tables per (repo, version) in
+``coderl.swe.env_tables``) is a virtualenv of that CPython (``coderl.swe.interpreters``), made by
+uv from a copy of the project's tree at the spec's ``source`` commit (its snapshot in the cache):
+the ``pre_install`` steps run in the copy, then one resolution of the pins, the requirement files
+and the project's editable install (``install``, with ``build_env`` set), excluding every package
+uploaded after ``resolved_at`` but the exact ``==`` pins; ``uv pip freeze`` of the result is kept
+as ``coderl-lock.txt`` in the environment. The editable install is made in ``compat`` mode (a
+plain path in a ``.pth``, no import hook), and its paths are then pointed at ``/repo``, where
+every episode's work tree is: the environment holds the project's metadata (version, entry
+points) and its dependencies, never its code. The steps and the project's build run on the host,
+from task data only (the rows' tables and the pristine snapshot, trusted like the images SWE-bench
+builds), never from anything an agent wrote.
+
+An environment is keyed by a hash of (interpreter, spec, find_links), built under a lock, and
+marked complete last; a failed build is removed and raises ``EnvBuildError`` with the failing
+step's own last lines.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 from coderl.errors import EnvBuildError
 from coderl.sandbox.pythonenv import sandbox_python
 from coderl.sandbox.session import REPO
-from coderl.swe.store import file_lock
+from coderl.swe.interpreters import find_python
+from coderl.swe.store import file_lock, snapshot_path
 from coderl.swe.task import EnvSpec
 
 _READY = ".coderl-ready"
+LOCK = "coderl-lock.txt"  # what uv resolved, `uv pip freeze` of the environment
+_EXACT_PIN = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^]]*\])?\s*===?\s*[^,;*]+$")
+_NO_LIMIT = "2100-01-01T00:00:00Z"
+# the editable install needs a setuptools with PEP 660 (64, 2022-08): the build tools are resolved as
+# of this date at the earliest (setuptools 67.8, with pkg_resources, which old projects import)
+_BUILD_TOOLS, _BUILD_TOOLS_AT = ("setuptools", "wheel"), "2023-06-01T00:00:00Z"
+# what the build takes from the caller's environment: uv's settings (cache, index), the index's
+# certificates and proxies; nothing else of the service's environment reaches the project's build
+_PASSED_ON = ("UV_", "SSL_CERT_", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy")
 _BUILD_TIMEOUT_S = 1800
 
 
 def env_key(spec: EnvSpec, find_links: Path | None = None) -> str:
-    blob = json.dumps([sandbox_python(), spec.to_dict(), str(find_links or "")], sort_keys=True)
+    python = find_python(spec.python) if spec.python else sandbox_python()
+    blob = json.dumps([python, spec.to_dict(), str(find_links or "")], sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -48,8 +75,11 @@ def build_env(spec: EnvSpec, cache_dir: Path, *, find_links: Path | None = None)
             return dest
         shutil.rmtree(dest, ignore_errors=True)
         try:
-            _run([sandbox_python(), "-m", "venv", "--without-pip", str(dest)], "create the virtualenv")
-            if spec.requirements:
+            if spec.python:
+                _project_env(spec, dest, cache_dir, find_links)
+            else:
+                _run([sandbox_python(), "-m", "venv", "--without-pip", str(dest)], "create the virtualenv")
+            if spec.requirements and not spec.python:
                 index = ["--no-index", "--find-links", str(find_links)] if find_links else []
                 _run([sys.executable, "-m", "pip", "--python", str(dest / "bin" / "python"), "install", "-q",
                       "--disable-pip-version-check", "--no-input", *index, *spec.requirements],
@@ -64,6 +94,84 @@ def build_env(spec: EnvSpec, cache_dir: Path, *, find_links: Path | None = None)
     return dest
 
 
+def _project_env(spec: EnvSpec, dest: Path, cache_dir: Path, find_links: Path | None) -> None:
+    """A real project's environment in ``dest`` (see the module docstring)."""
+    _run([find_python(spec.python), "-m", "venv", "--without-pip", str(dest)], f"create a Python {spec.python} virtualenv")
+    src = dest.with_name(dest.name + ".src")
+    shutil.rmtree(src, ignore_errors=True)
+    try:
+        _source_tree(spec, cache_dir, src)
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", "/root"),
+               "LANG": "C.UTF-8", **{k: v for k, v in os.environ.items() if k.startswith(_PASSED_ON)}}
+        for step in spec.pre_install:
+            _run(["bash", "-c", step], f"run the pre-install step {step!r}", cwd=src, env=env)
+        python = str(dest / "bin" / "python")
+        args = [uv_binary(), "pip", "install", "--python", python, "--no-progress"]
+        if spec.resolved_at:
+            args += ["--exclude-newer", spec.resolved_at]
+            args += [a for name in exact_pins(spec.requirements) for a in ("--exclude-newer-package", f"{name}={_NO_LIMIT}")]
+            tools_at = max(spec.resolved_at, _BUILD_TOOLS_AT)
+            args += [a for name in _BUILD_TOOLS for a in ("--exclude-newer-package", f"{name}={tools_at}")]
+        if find_links:
+            args += ["--no-index", "--find-links", str(find_links)]
+        args += [*spec.requirements, *(a for f in spec.requirement_files for a in ("-r", str(src / f)))]
+        if spec.install:
+            args += ["-C", "editable_mode=compat", "-e", str(src) + spec.install.removeprefix(".")]
+        _run(args, f"install the Python {spec.python} environment", env={**env, **dict(spec.build_env)})
+        lock = subprocess.run([uv_binary(), "pip", "freeze", "--python", python], capture_output=True, text=True,
+                              env=env, timeout=120)
+        (dest / LOCK).write_text(lock.stdout.replace(str(src), REPO))
+        _point_at_repo(site_packages(dest), src)
+    finally:
+        shutil.rmtree(src, ignore_errors=True)
+
+
+def _source_tree(spec: EnvSpec, cache_dir: Path, src: Path) -> None:
+    """The project's files at ``spec.source`` (``owner/name@sha``), copied from its snapshot."""
+    src.mkdir(parents=True)
+    if not spec.source:
+        return
+    repo, _, commit = spec.source.partition("@")
+    snapshot = snapshot_path(cache_dir, repo, commit)
+    if not (snapshot / ".git").is_dir():
+        raise EnvBuildError(f"the environment's source {spec.source} has no snapshot in {cache_dir}: build the "
+                            "task rows' snapshots there first (`coderl data swe-bench --cache`)")
+    archive = subprocess.run(["git", "-C", str(snapshot), "archive", "--format=tar", "HEAD"], capture_output=True,
+                             timeout=300)
+    if archive.returncode != 0:
+        raise EnvBuildError(f"cannot read the source tree {spec.source}: {archive.stderr.decode()[-300:]}")
+    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tf:
+        tf.extractall(src, filter="data")
+
+
+def exact_pins(requirements: tuple[str, ...]) -> list[str]:
+    """The names of the ``name==version`` pins: the date never limits them (they name the version)."""
+    return [m.group(1) for r in requirements if (m := _EXACT_PIN.match(r))]
+
+
+def _point_at_repo(site: Path, src: Path) -> None:
+    """The editable install's paths (its ``.pth``, ``.egg-link``, ``direct_url.json``) name the
+    build's copy of the tree: from now on they name ``/repo``, the episode's work tree."""
+    for path in [*site.glob("*.pth"), *site.glob("*.egg-link"), *site.glob("*.dist-info/direct_url.json"),
+                 *site.glob("__editable__*")]:
+        text = path.read_text(errors="surrogateescape")
+        if str(src) in text:
+            path.write_text(text.replace(str(src), REPO), errors="surrogateescape")
+
+
+def uv_binary() -> str:
+    """uv, from its Python package (a dependency of coderl) or PATH."""
+    try:
+        from uv import find_uv_bin
+
+        return find_uv_bin()
+    except (ImportError, FileNotFoundError):
+        found = shutil.which("uv")
+        if found is None:
+            raise EnvBuildError("uv is not installed: `pip install uv` (it builds the projects' environments)") from None
+        return found
+
+
 def site_packages(venv: Path) -> Path:
     found = sorted(venv.glob("lib/python3*/site-packages"))
     if not found:
@@ -71,9 +179,9 @@ def site_packages(venv: Path) -> Path:
     return found[0]
 
 
-def _run(argv: list[str], what: str) -> None:
+def _run(argv: list[str], what: str, *, cwd: Path | None = None, env: dict[str, str] | None = None) -> None:
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=_BUILD_TIMEOUT_S)
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=_BUILD_TIMEOUT_S, cwd=cwd, env=env)
     except subprocess.TimeoutExpired as exc:
         raise EnvBuildError(f"cannot {what}: no result after {_BUILD_TIMEOUT_S} s") from exc
     if proc.returncode != 0:

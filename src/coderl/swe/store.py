@@ -4,7 +4,9 @@ Repositories come from a local directory (no network at training time), in eithe
 - a mirror: ``<dir>/<owner>__<name>`` (SWE-bench's instance-id spelling), ``<dir>/<owner>/<name>``
   or ``<dir>/<name>``, each a git repository, bare or not, optionally ending in ``.git``;
 - a tarball of one: ``<dir>/<owner>__<name>.tar.gz`` (or ``.tgz``, ``.tar``), unpacked once into
-  the cache (safe extraction: no links or paths out of the destination).
+  the cache (safe extraction: no links or paths out of the destination);
+- a git bundle: ``<dir>/<owner>__<name>.bundle``, cloned once into the cache (a bundle per
+  repository whose tags name instances, as ../shared/data/swe-bench-lite/ has them).
 
 A snapshot is a fresh repository holding the base commit and its history only, checked out: the
 commits after it (the upstream fix, in a SWE-bench mirror) are not in it, so an agent cannot find
@@ -15,6 +17,7 @@ episode and grading run mounts it read-only under its own overlay.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -57,6 +60,9 @@ class RepoStore:
                 path = self.repos_dir / (rel + suffix)
                 if path.is_dir() and ((path / ".git").exists() or (path / "HEAD").is_file()):
                     return path
+        bundle = self.repos_dir / f"{owner_name}.bundle"
+        if bundle.is_file():
+            return self._clone_bundle(bundle, owner_name)
         for rel in (owner_name, name):
             for suffix in _TARBALL_SUFFIXES:
                 tarball = self.repos_dir / (rel + suffix)
@@ -71,7 +77,7 @@ class RepoStore:
         """The checked-out pristine tree of ``repo`` at ``commit`` (a full 40-hex sha)."""
         if not _SHA.match(commit):
             raise RepoUnavailable(f"base commit {commit!r} is not a full 40-hex sha")
-        dest = self.cache_dir / "snapshots" / f"{repo.replace('/', '__')}@{commit[:16]}"
+        dest = snapshot_path(self.cache_dir, repo, commit)
         if dest.is_dir():
             return dest
         source = self.mirror(repo)
@@ -91,6 +97,20 @@ class RepoStore:
 
         return build_once(dest, build)
 
+    def _clone_bundle(self, bundle: Path, owner_name: str) -> Path:
+        """A bundle's refs and objects as a bare repository in the cache, once per bundle content
+        (SWE-bench Lite's offline bundles: one tag per instance, each an orphan commit)."""
+        digest = hashlib.sha256()
+        with bundle.open("rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+
+        def build(tmp: Path) -> Path:
+            git("clone", "-q", "--mirror", str(bundle.resolve()), str(tmp / "git"))
+            return tmp / "git"
+
+        return build_once(self.cache_dir / "mirrors" / f"{owner_name}.bundle-{digest.hexdigest()[:16]}", build)
+
     def _unpack(self, tarball: Path, dest: Path) -> Path:
         def build(tmp: Path) -> Path:
             try:
@@ -105,6 +125,12 @@ class RepoStore:
             return root
 
         return build_once(dest, build)
+
+
+def snapshot_path(cache_dir: Path, repo: str, commit: str) -> Path:
+    """Where the snapshot of ``repo`` at ``commit`` lives in ``cache_dir`` (``RepoStore.snapshot``
+    builds it there; an environment built from a project's tree reads it there)."""
+    return cache_dir / "snapshots" / f"{repo.replace('/', '__')}@{commit[:16]}"
 
 
 def _scrub(git_dir: Path) -> None:

@@ -20,12 +20,31 @@ DEFAULT_TEST_CMD = "python -m pytest -rA -p no:cacheprovider -W ignore::Deprecat
 
 @dataclass(frozen=True)
 class EnvSpec:
-    """How a task's Python environment is made: a virtualenv of the sandbox's interpreter with
-    ``requirements`` installed (pip requirement strings), and ``pythonpath`` (paths inside the
-    repository) importable, the way ``pip install -e .`` would make it without running its code."""
+    """How a task's Python environment is made (``coderl.swe.environment``).
+
+    The plain form (``requirements``, ``pythonpath``): a virtualenv of the sandbox's interpreter
+    with ``requirements`` installed (pip requirement strings) and ``pythonpath`` (paths inside the
+    repository) importable, the way ``pip install -e .`` would make it without running its code.
+
+    A real project's form adds ``python`` (``X.Y``, an interpreter on this machine), and with it
+    ``resolved_at`` (ISO date: packages uploaded after it are never picked, except the exact
+    ``==`` pins, which name their version already), ``requirement_files`` (paths in the source tree,
+    e.g. ``requirements/dev.txt``), ``pre_install`` (shell steps run in a copy of the source tree
+    before the install, e.g. sphinx's ``sed`` of its pins), ``install`` (the editable install's
+    target, e.g. ``.`` or ``.[dev]``; empty: the project is not installed), ``build_env`` (variables
+    its build needs, e.g. ``SETUPTOOLS_SCM_PRETEND_VERSION``) and ``source`` (the commit of the
+    repository whose tree the environment is built from: one per (repo, version), so every instance
+    of it shares one environment)."""
 
     requirements: tuple[str, ...] = ()
     pythonpath: tuple[str, ...] = (".",)
+    python: str = ""
+    resolved_at: str = ""
+    requirement_files: tuple[str, ...] = ()
+    pre_install: tuple[str, ...] = ()
+    install: str = ""
+    build_env: tuple[tuple[str, str], ...] = ()
+    source: str = ""
 
     @classmethod
     def from_value(cls, value: Any) -> EnvSpec:
@@ -37,16 +56,39 @@ class EnvSpec:
             value = {"requirements": value}
         if not isinstance(value, dict):
             raise InvalidTask(f"environment_setup must be an object, got {type(value).__name__}")
-        unknown = set(value) - {"requirements", "pythonpath"}
+        unknown = set(value) - set(_ENV_LISTS) - set(_ENV_STRINGS) - {"pythonpath", "build_env"}
         if unknown:
             raise InvalidTask(f"environment_setup has unknown keys {sorted(unknown)}")
-        reqs, paths = value.get("requirements", []), value.get("pythonpath", ["."])
-        if not all(isinstance(x, str) for x in [*reqs, *paths]):
-            raise InvalidTask("environment_setup.requirements and .pythonpath must be lists of strings")
-        return cls(tuple(reqs), tuple(paths))
+        lists = {k: value.get(k, []) for k in _ENV_LISTS}
+        paths = value.get("pythonpath", ["."])
+        if not all(isinstance(v, list) for v in [*lists.values(), paths]) or \
+                not all(isinstance(x, str) for v in [*lists.values(), paths] for x in v):
+            raise InvalidTask(f"environment_setup.{', .'.join([*_ENV_LISTS, 'pythonpath'])} must be lists of strings")
+        strings = {k: value.get(k, "") for k in _ENV_STRINGS}
+        build_env = value.get("build_env", {})
+        if not all(isinstance(v, str) for v in strings.values()) or not isinstance(build_env, dict) or \
+                not all(isinstance(k, str) and isinstance(v, str) for k, v in build_env.items()):
+            raise InvalidTask(f"environment_setup.{', .'.join(_ENV_STRINGS)} must be strings and .build_env "
+                              "an object of strings")
+        if strings["python"] == "" and any([*(v for k, v in lists.items() if k != "requirements"),
+                                            *strings.values(), build_env]):
+            raise InvalidTask("environment_setup: requirement_files, pre_install, install, resolved_at, "
+                              "build_env and source need python (the X.Y the project runs on)")
+        return cls(pythonpath=tuple(paths), build_env=tuple(sorted(build_env.items())),
+                   **{k: tuple(v) for k, v in lists.items()}, **strings)
 
     def to_dict(self) -> dict:
-        return {"requirements": list(self.requirements), "pythonpath": list(self.pythonpath)}
+        """The spec as a row holds it; the real-project keys only when set (so a plain spec's
+        environment key is what it always was)."""
+        out: dict[str, Any] = {"requirements": list(self.requirements), "pythonpath": list(self.pythonpath)}
+        if self.python:
+            out.update({k: list(getattr(self, k)) for k in _ENV_LISTS if k != "requirements"})
+            out.update({k: getattr(self, k) for k in _ENV_STRINGS}, build_env=dict(self.build_env))
+        return out
+
+
+_ENV_LISTS = ("requirements", "requirement_files", "pre_install")
+_ENV_STRINGS = ("python", "resolved_at", "install", "source")
 
 
 @dataclass(frozen=True)
