@@ -59,6 +59,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     swe.add_argument("--split", help="with --source builtin: train or heldout, that split's tasks only "
                                      "(each task.json's `split`; default: all)")
     swe.set_defaults(func=_swe)
+    from coderl.data.harbor import add_parser as harbor_parser
+
+    harbor_parser(sub)
+    bench = sub.add_parser("swe-bench", help="upstream SWE-bench rows + local mirrors or bundles -> task rows "
+                                             "for `coderl eval swe --tasks` (each row served or skipped with why)")
+    bench.add_argument("--rows", required=True, help="SWE-bench rows: .json (a list) or .jsonl; list fields as JSON "
+                                                     "strings or lists")
+    bench.add_argument("--repos", required=True, help="directory of <owner>__<name> mirrors or <owner>__<name>.bundle "
+                                                      "bundles (tag = instance id)")
+    bench.add_argument("--out", required=True, help="output directory (tasks.jsonl, report.json)")
+    bench.add_argument("--instances", nargs="+", metavar="ID", help="only these instance ids")
+    bench.add_argument("--cache", help="where snapshots and environments go (default: $CODERL_CACHE or ~/.cache/coderl)")
+    bench.add_argument("--build-envs", action="store_true", help="build each (repo, version) environment now")
+    bench.set_defaults(func=_swe_bench)
     gold = sub.add_parser("swe-sft", help="gold episodes of the stock harness (mini-swe-agent) through the gateway "
                                           "-> verl multi-turn SFT parquet in the harness's own turn format",
                           description="Run the agent-loop YAML's harness in a session sandbox per task and variant, "
@@ -117,6 +131,19 @@ def _swe(args: argparse.Namespace) -> int:
     print(build_swe(args.source, args.out, repos_dir=args.repos, cache_dir=args.cache or default_cache_dir(),
                     build_envs=args.build_envs, find_links=args.find_links, limit=args.limit,
                     val_fraction=args.val_fraction, seed=args.seed, split=args.split).summary())
+    return 0
+
+
+def _swe_bench(args: argparse.Namespace) -> int:
+    from coderl.cache import default_cache_dir
+    from coderl.data.swe_bench import build_swe_bench
+
+    report = build_swe_bench(args.rows, args.repos, args.out, cache_dir=args.cache or default_cache_dir(),
+                             instances=args.instances, build_envs=args.build_envs)
+    print(f"swe-bench: read {report['read']}, served {report['served']}, skipped {len(report['skipped'])}")
+    for iid, why in report["skipped"].items():
+        print(f"  skipped {iid}: {why}")
+    print(f"  wrote {report['tasks']}")
     return 0
 
 
