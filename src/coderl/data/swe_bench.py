@@ -1,0 +1,171 @@
+"""`coderl data swe-bench`: upstream SWE-bench rows -> task rows `coderl eval swe --tasks` reads.
+
+For each row: its repository from ``--repos`` (a mirror ``<owner>__<name>``, with history, where the
+row's ``base_commit`` is; or a bundle ``<owner>__<name>.bundle`` whose tag named by the instance id
+is a commit with the base tree, as ../shared/data/swe-bench-lite/ has them: the task row's
+``base_commit`` is then that commit, and ``upstream_base_commit`` keeps the row's), its snapshot
+built in the cache, its environment from ``coderl.swe.env_tables`` (one per (repo, version), built
+from the tree of that version's newest instance in the set), and its test ids as the grader runs
+them: pytest node ids as they are, bare test function names (sympy's own runner) as
+``file::name`` through the test patch's files. A row that cannot be served is skipped with its
+reason, per instance, in ``report.json`` (never silently): repository or commit missing, no
+environment for its version, test ids no pytest runs (Django's ``name (module.Class)``), a name in
+none of the test patch's files.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from coderl.data.common import progress, read_rows, write_jsonl
+from coderl.errors import BadRequest, CoderlError
+from coderl.swe.env_tables import table_spec
+from coderl.swe.environment import build_env
+from coderl.swe.patch import MalformedDiff, split_diff
+from coderl.swe.store import RepoStore, git
+from coderl.swe.task import RepoTask
+
+_BARE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_UNITTEST_ID = re.compile(r"^\S+ \([\w.]+\)$")
+
+
+class Skip(Exception):
+    """This row cannot be served, for this reason."""
+
+
+@dataclass
+class _Served:
+    row: dict[str, Any]
+    commit: str
+
+
+def build_swe_bench(rows_file: str | Path, repos_dir: str | Path, out: str | Path, *, cache_dir: str | Path,
+                    instances: list[str] | None = None, build_envs: bool = False) -> dict[str, Any]:
+    """Write ``out/tasks.jsonl`` and ``out/report.json`` (every instance: served, or skipped and why)."""
+    repos, cache, out = Path(repos_dir).resolve(), Path(cache_dir).resolve(), Path(out)
+    if not repos.is_dir():
+        raise BadRequest(f"--repos {repos}: no such directory")
+    rows = [r for r in read_rows(rows_file) if isinstance(r, dict)]
+    if instances:
+        known = {str(r.get("instance_id")) for r in rows}
+        unknown = [i for i in instances if i not in known]
+        if unknown:
+            raise BadRequest(f"--instances: not in {rows_file}: {', '.join(unknown[:5])}")
+        rows = [r for r in rows if str(r.get("instance_id")) in set(instances)]
+    store = RepoStore(repos, cache)
+    served: list[_Served] = []
+    skipped: dict[str, str] = {}
+    for row in progress(rows, "swe-bench"):
+        iid = str(row.get("instance_id") or f"row {len(served) + len(skipped)}")
+        try:
+            served.append(_serve(row, store))
+        except Skip as why:
+            skipped[iid] = str(why)
+        except CoderlError as exc:
+            skipped[iid] = f"{type(exc).__name__}: {exc}"
+    tasks = _with_environments(served)
+    envs: dict[str, str] = {}
+    if build_envs:
+        for source, task in {t["environment_setup"]["source"]: t for t in tasks}.items():
+            try:
+                envs[source] = str(build_env(RepoTask.from_row(task).env, cache))
+            except CoderlError as exc:
+                envs[source] = f"error: {exc}"
+        failed = {t["instance_id"]: envs[t["environment_setup"]["source"]] for t in tasks
+                  if envs[t["environment_setup"]["source"]].startswith("error: ")}
+        skipped.update({i: f"environment cannot be built: {e.removeprefix('error: ')}" for i, e in failed.items()})
+        tasks = [t for t in tasks if t["instance_id"] not in failed]
+    out.mkdir(parents=True, exist_ok=True)
+    write_jsonl(tasks, out / "tasks.jsonl")
+    report = {"read": len(rows), "served": len(tasks), "skipped": skipped,
+              "instances": [t["instance_id"] for t in tasks], "environments": envs,
+              "repos": str(repos), "cache": str(cache), "tasks": str(out / "tasks.jsonl")}
+    (out / "report.json").write_text(json.dumps(report, indent=2, sort_keys=True))
+    if not tasks:
+        top = "; ".join(f"{i}: {why}" for i, why in list(skipped.items())[:3]) or "no rows read"
+        raise BadRequest(f"swe-bench: no row could be served ({top})")
+    return report
+
+
+def _serve(row: dict[str, Any], store: RepoStore) -> _Served:
+    try:
+        task = RepoTask.from_row(row)
+    except CoderlError as exc:
+        raise Skip(f"invalid row: {exc}") from exc
+    unittest_ids = [t for t in task.tests if _UNITTEST_ID.match(t)]
+    if unittest_ids:
+        raise Skip(f"test ids of a unittest runner, which the grader's pytest does not run: {unittest_ids[0]!r}")
+    mirror = store.mirror(task.repo)
+    if mirror is None:
+        raise Skip(f"repository {task.repo} is not in --repos (as <owner>__<name> or <owner>__<name>.bundle)")
+    commit = _commit(mirror, task)
+    version = str(row.get("version") or "")
+    if table_spec(task.repo, version, "") is None:
+        raise Skip(f"no environment for {task.repo} version {version!r} (coderl/swe/env_tables.json)")
+    snapshot = store.snapshot(task.repo, commit)
+    f2p, p2p = (tuple(_node_id(t, task.test_patch, snapshot) for t in ids)
+                for ids in (task.fail_to_pass, task.pass_to_pass))
+    out = {**task.to_row(), "base_commit": commit, "FAIL_TO_PASS": list(f2p), "PASS_TO_PASS": list(p2p),
+           "version": version, "created_at": str(row.get("created_at") or ""),
+           "upstream_base_commit": task.base_commit}
+    return _Served(out, commit)
+
+
+def _commit(mirror: Path, task: RepoTask) -> str:
+    """The row's base commit where the mirror has it, else the commit of the tag named by the instance."""
+    for ref in (f"{task.base_commit}^{{commit}}", f"refs/tags/{task.instance_id}^{{commit}}"):
+        try:
+            return git("rev-parse", "--verify", "-q", ref, cwd=mirror).strip()
+        except CoderlError:
+            continue
+    raise Skip(f"neither the base commit {task.base_commit[:12]} nor a tag {task.instance_id} is in the mirror")
+
+
+def _node_id(test: str, test_patch: str, snapshot: Path) -> str:
+    """A pytest node id for ``test``: as it is when it names its file, else the one test file of the
+    test patch that defines a function of that name (in the base tree or in the patch's new lines;
+    read on the host, never applied to the snapshot, whose objects agents see)."""
+    if "::" in test or not _BARE_NAME.match(test):
+        return test
+    define = re.compile(rf"^(?:async )?def {re.escape(test)}\(", re.M)
+    found = []
+    try:
+        sections = split_diff(test_patch)
+    except MalformedDiff as exc:
+        raise Skip(f"the test patch is unreadable: {exc}") from exc
+    for section in sections:
+        path = section.new_path
+        if not path or not path.endswith(".py"):
+            continue
+        added = "\n".join(line[1:] for line in section.text.splitlines() if line.startswith("+"))
+        try:
+            base = git("show", f"HEAD:{path}", cwd=snapshot) if section.old_path else ""
+        except CoderlError:
+            base = ""
+        if define.search(added) or define.search(base):
+            found.append(path)
+    if len(found) != 1:
+        where = "none" if not found else f"{len(found)} ({', '.join(found)})"
+        raise Skip(f"test {test!r} is a bare name defined in {where} of the test patch's files")
+    return f"{found[0]}::{test}"
+
+
+def _with_environments(served: list[_Served]) -> list[dict[str, Any]]:
+    """Each row with its version's environment: built from the tree of the version's newest instance
+    in the set, so every instance of a (repo, version) shares one environment."""
+    newest: dict[tuple[str, str], _Served] = {}
+    for s in served:
+        key = (s.row["repo"], s.row["version"])
+        if key not in newest or s.row["created_at"] > newest[key].row["created_at"]:
+            newest[key] = s
+    out = []
+    for s in served:
+        key = (s.row["repo"], s.row["version"])
+        spec = table_spec(*key, f"{key[0]}@{newest[key].commit}")
+        assert spec is not None  # _serve checked the table
+        out.append({**s.row, "environment_setup": spec.to_dict()})
+    return out
