@@ -71,6 +71,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     swe.add_argument("--find-links", help="wheel directory for the environments (pip --no-index)")
     swe.add_argument("--limit", type=positive_int, help="the first N tasks only")
     swe.set_defaults(func=_swe)
+    from coderl.eval.harbor import add_parser as harbor_parser
+
+    harbor_parser(sub)
+    sg = sub.add_parser("swe-gate", help="the validation gate: gold and empty patches over task rows; keeps the tasks "
+                                         "gold resolves and empty does not (drifted PASS_TO_PASS dropped)")
+    sg.add_argument("--tasks", required=True, help="tasks.jsonl (from `coderl data swe-bench`) or its directory")
+    sg.add_argument("--repos", required=True, help="the mirrors / bundles directory the rows were made from")
+    sg.add_argument("--out", required=True, help="output directory: gate.jsonl (resumable), gate.json, gate.md, "
+                                                 "tasks.jsonl (the kept rows)")
+    sg.add_argument("--instances", nargs="+", metavar="ID", help="only these instance ids")
+    sg.add_argument("--concurrency", type=positive_int, default=1, help="tasks at once (default 1)")
+    sg.add_argument("--cache", help="snapshots and environments (default: $CODERL_CACHE or ~/.cache/coderl)")
+    sg.set_defaults(func=_swe_gate)
     r = sub.add_parser("record", help="put one checkpoint's summary.json into the results table (CSV)",
                        description="One row per step (step,pass@1,easy,medium,hard); a step recorded again replaces "
                                    "its row. `coderl plot eval` draws the table.")
@@ -99,6 +112,21 @@ def _swe(args: argparse.Namespace) -> int:
     summary = asyncio.run(evaluate_swe(cfg))
     print(markdown(summary))
     return exit_code(summary)
+
+
+def _swe_gate(args: argparse.Namespace) -> int:
+    import asyncio
+    from pathlib import Path
+
+    from coderl.cache import default_cache_dir
+    from coderl.eval.swe_gate import run_gate
+
+    tasks = Path(args.tasks) / "tasks.jsonl" if Path(args.tasks).is_dir() else Path(args.tasks)
+    summary = asyncio.run(run_gate(str(tasks), Path(args.repos), Path(args.out),
+                                   cache_dir=Path(args.cache) if args.cache else default_cache_dir(),
+                                   concurrency=args.concurrency, instances=args.instances))
+    print((Path(args.out) / "gate.md").read_text())
+    return 0 if summary["kept"] else 1
 
 
 def _lcb(args: argparse.Namespace) -> int:
