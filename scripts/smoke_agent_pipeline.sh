@@ -11,10 +11,13 @@
 #
 # Knobs: SMOKE_VENV (.smoke-venv), MINI_SWE_AGENT_VENV (/opt/mini-swe-agent), SMOKE_SFT_EPOCHS,
 # SMOKE_AGENT_TASKS (1: the train split's first N tasks), SMOKE_SFT_VARIANTS (6), SMOKE_RL_STEPS (3),
-# SMOKE_NICE (10), CODERL_CACHE (snapshots and task environments).
+# SMOKE_NICE (10), CODERL_CACHE (snapshots and task environments), SMOKE_FAULT_RATE (0: off; e.g. 0.2:
+# after RL, one more GRPO step from the SFT model with the sandboxes on a `coderl serve` session
+# service behind a fault proxy, scripts/smoke_agent_remote_step.sh into RUN/remote-step: this run's
+# own episodes and grading use in-process sandboxes, with no service to put a fault in front of).
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
-case "${1:-}" in -h|--help) sed -n '2,15p' "$0"; exit 0 ;; esac
+case "${1:-}" in -h|--help) sed -n '2,17p' "$0"; exit 0 ;; esac
 RUN="$(mkdir -p "${1:-$CODERL_ROOT/outputs/agent-smoke}" && cd "${1:-$CODERL_ROOT/outputs/agent-smoke}" && pwd)"
 # Three GRPO steps of 8 episodes: an episode resolves about one time in five here, so the chance
 # that every group of a run scores uniformly (no gradient) is ~0.8^24 = 0.5% (0.8^16 = 3% with two).
@@ -23,21 +26,22 @@ source "$CODERL_ROOT/scripts/smoke_profile.sh"
 source "$CODERL_ROOT/scripts/smoke_stages.sh"
 source "$CODERL_ROOT/scripts/smoke_agent_settings.sh"
 SCRIPTS="$CODERL_ROOT/scripts"
-# the agent-loop YAML's harness for the eval: the same stock mini, options and environment
-HARNESS="$("$CODERL_ROOT/.venv/bin/python" - "$CODERL_ROOT/tool_config/agent_loop.yaml" "$MINI_SWE_AGENT_VENV" <<'PY'
+
+RL_TASKS="${SMOKE_AGENT_TASKS:-1}"
+case "$RL_TASKS" in 1|2|4|8) ;; *) echo "error: SMOKE_AGENT_TASKS must be 1, 2, 4 or 8 (8 episodes per step), got $RL_TASKS" >&2; exit 2 ;; esac
+rm -rf "$RUN"/{data,model,sft,rl,eval,figures,logs,report.json,stages.tsv,view.html,remote-step}
+mkdir -p "$RUN/logs" "$RUN/figures"
+: > "$STAGES"
+stage env setup_env
+# the agent-loop YAML's harness for the eval: the same stock mini, options and environment (read with
+# the smoke venv's python, which the env stage has just made: a fresh clone has no .venv)
+HARNESS="$("$PYTHON" - "$CODERL_ROOT/tool_config/agent_loop.yaml" "$MINI_SWE_AGENT_VENV" <<'PY'
 import shlex, sys, yaml
 (entry,) = [e for e in yaml.safe_load(open(sys.argv[1])) if e["name"] == "coderl_gateway_agent"]
 env = " ".join(f"{k}={shlex.quote(str(v))}" for k, v in entry.get("env", {}).items())
 print(f"env {env} " + entry["command"].replace("${oc.env:MINI_SWE_AGENT_VENV,/opt/mini-swe-agent}", sys.argv[2]))
 PY
 )"
-
-RL_TASKS="${SMOKE_AGENT_TASKS:-1}"
-case "$RL_TASKS" in 1|2|4|8) ;; *) echo "error: SMOKE_AGENT_TASKS must be 1, 2, 4 or 8 (8 episodes per step), got $RL_TASKS" >&2; exit 2 ;; esac
-rm -rf "$RUN"/{data,model,sft,rl,eval,figures,logs,report.json,stages.tsv,view.html}
-mkdir -p "$RUN/logs" "$RUN/figures"
-: > "$STAGES"
-stage env setup_env
 
 # Tasks: the builtin train split's first SMOKE_AGENT_TASKS tasks as verl rows (the held-out split is
 # only evaluated); the tiny model; the SFT rows: gold episodes of the stock mini recorded through the
@@ -89,6 +93,11 @@ eval_model() {  # eval_model NAME MODEL_DIR
 }
 stage eval_sft eval_model sft "$RUN/sft/merged"
 stage eval_rl eval_model rl "$RL_CKPT/huggingface_merged"
+
+# The fault switch: a step whose grading goes through the sandbox service, a fraction of it failed.
+if [ "${SMOKE_FAULT_RATE:-0}" != 0 ]; then
+  stage fault_step bash "$SCRIPTS/smoke_agent_remote_step.sh" "$RUN/sft/merged" "$RUN/remote-step"
+fi
 
 stage figures bash -c "
   coderl plot training --metrics '$RUN/rl/metrics.jsonl' --rollouts '$RUN/rl/rollouts' --out '$RUN/figures/training_progress.png' --note 'tiny-model CPU smoke run' &&

@@ -28,6 +28,7 @@ from smoke_agent_report import (  # the agent smoke run's readers
     step_table,
     stop_ids,
 )
+from smoke_report import fault_summary, scored_grpo  # the code smoke run's readers of the same records
 
 REQUEST = re.compile(r'^coderl_requests_total\{(?P<labels>.*)\} (?P<value>\S+)$')  # a route holds braces
 
@@ -52,6 +53,8 @@ def main(run: Path, model: Path) -> int:
         **metric_series(rl_metrics(run)),
         "steps": steps,
         "service_requests": service_requests((run / "service_metrics.txt").read_text()),
+        "fault": fault_summary(run / "logs" / "fault_proxy.jsonl"),  # SMOKE_FAULT_RATE's proxy, None when off
+        "scored_grpo": scored_grpo(run / "rl"),
         "stage_seconds": stage_seconds(run),
     }
     (run / "report.json").write_text(json.dumps(report, indent=2) + "\n")
@@ -59,6 +62,7 @@ def main(run: Path, model: Path) -> int:
         print(f"step {step}: {s['episodes']} episodes, outcomes {s['outcomes']}, sandbox errors {s['sandbox_errors']}, "
               f"turns/episode {s['turns_per_episode']:.1f}")
     print(f"grad_norm {report['grad_norm']}; service requests {report['service_requests']}")
+    print(f"sandbox_error_rate {report['sandbox_error_rate']}; fault switch {report['fault']}")
     return 0
 
 

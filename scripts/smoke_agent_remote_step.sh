@@ -12,11 +12,14 @@
 # SESSIONS_URL: an existing session service or replica list whose nodes hold the builtin task mirrors
 # and mini's venv; unset: one `coderl serve` is started here on loopback (its own process, its own
 # snapshots and environments). SMOKE_REMOTE_EPISODES (8): the step's episodes, all on the train split's
-# first task. Writes RUN/report.json: the step's episodes (from their records), what the service served
-# (its request counters), verl's metrics of the step.
+# first task. SMOKE_FAULT_RATE (0: off; e.g. 0.2): the loop reaches the service through a loopback
+# proxy that fails that fraction of its /v1/swe/grade requests (scripts/smoke_fault_proxy.py, log
+# RUN/logs/fault_proxy.jsonl): those episodes are sandbox errors, masked and counted. Writes
+# RUN/report.json: the step's episodes (from their records), what the service served (its request
+# counters), verl's metrics of the step.
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
-case "${1:-}" in ""|-h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;; esac
+case "${1:-}" in ""|-h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;; esac
 [ -d "$1" ] || { echo "error: no model directory at $1" >&2; exit 2; }
 MODEL="$(cd "$1" && pwd)"
 RUN="${2:-$CODERL_ROOT/outputs/agent-remote-step}"
@@ -33,17 +36,28 @@ mkdir -p "$RUN/logs"
 stage env setup_env
 stage data coderl data swe --source builtin --split train --limit 1 --build-envs --out "$RUN/data/swe"
 
+SERVICE="" FAULT_PROXY=""
+cleanup() {
+  local pid
+  for pid in $FAULT_PROXY $SERVICE; do kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true; done
+}
+trap cleanup EXIT
 if [ -z "${SESSIONS_URL:-}" ]; then
   PORT="$("$PYTHON" -c 'from coderl.server.launch import free_port; print(free_port())')"
   SESSIONS_URL="http://127.0.0.1:$PORT"
   CODERL_SWE_REPOS="$RUN/data/swe/builtin/repos" CODERL_SESSION_BINDS="$MINI_SWE_AGENT_VENV" \
     CODERL_SESSION_DIR="$RUN/sessions" coderl serve --port "$PORT" --slots 1 > "$RUN/logs/serve.log" 2>&1 &
   SERVICE=$!
-  trap 'kill "$SERVICE" 2>/dev/null; wait "$SERVICE" 2>/dev/null || true' EXIT
   coderl health "$SESSIONS_URL" --wait 180 --while-alive "$SERVICE"
 fi
+# the fault switch: the agent loop's sessions_url is the proxy in front of the (first) service
+LOOP_SESSIONS_URL="$SESSIONS_URL"
+if [ "${SMOKE_FAULT_RATE:-0}" != 0 ]; then
+  start_fault_proxy "${SESSIONS_URL%%,*}" "$RUN/logs/fault_proxy.jsonl"
+  LOOP_SESSIONS_URL="$FAULT_URL"
+fi
 # the repository's agent-loop YAML with the session service added
-"$PYTHON" - "$CODERL_ROOT/tool_config/agent_loop.yaml" "$SESSIONS_URL" > "$RUN/agent_loop.yaml" <<'PY'
+"$PYTHON" - "$CODERL_ROOT/tool_config/agent_loop.yaml" "$LOOP_SESSIONS_URL" > "$RUN/agent_loop.yaml" <<'PY'
 import sys, yaml
 entries = yaml.safe_load(open(sys.argv[1]))
 for entry in entries:

@@ -31,6 +31,7 @@ METRICS = {  # report name -> verl 0.9.1 metric (trainer/ppo/ray_trainer.py, uti
     "rollout_actor_prob_diff_mean": "training/rollout_probs_diff_mean",
     "rollout_actor_prob_pearson": "training/rollout_actor_probs_pearson_corr",
     "step_seconds": "timing_s/step",
+    "sandbox_error_rate": "coderl/sandbox_error_rate",  # coderl.verl.scored_grpo's sampler
 }
 
 

@@ -7,10 +7,12 @@
 #   scripts/smoke_pipeline.sh [RUN_DIR]     (default outputs/smoke; the report: RUN_DIR/report.json)
 #
 # Knobs: SMOKE_VENV (.smoke-venv, created and kept up to date here), SMOKE_SFT_EPOCHS (30),
-# SMOKE_RL_STEPS (2), SMOKE_NICE (10: each stage's niceness), CODERL_PORT (a free port).
+# SMOKE_RL_STEPS (2), SMOKE_NICE (10: each stage's niceness), CODERL_PORT (a free port),
+# SMOKE_FAULT_RATE (0: off; e.g. 0.2: during RL a loopback proxy in front of the sandbox fails that
+# fraction of the reward's requests, scripts/smoke_fault_proxy.py; RUN/logs/fault_proxy.jsonl).
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
-case "${1:-}" in -h|--help) sed -n '2,10p' "$0"; exit 0 ;; esac
+case "${1:-}" in -h|--help) sed -n '2,12p' "$0"; exit 0 ;; esac
 RUN="$(mkdir -p "${1:-$CODERL_ROOT/outputs/smoke}" && cd "${1:-$CODERL_ROOT/outputs/smoke}" && pwd)"
 FIXTURES="$CODERL_ROOT/tests/fixtures/smoke"
 source "$CODERL_ROOT/scripts/smoke_profile.sh"
@@ -25,8 +27,19 @@ stage env setup_env
 # The sandbox the tool, the reward and the eval talk to (the real start script, on a free port).
 export CODERL_PORT="${CODERL_PORT:-$("$PYTHON" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}"
 export CODERL_LOG_DIR="$RUN/logs" SANDBOX_URL="http://127.0.0.1:$CODERL_PORT"
-trap 'bash "$SCRIPTS/start_sandbox.sh" stop >/dev/null 2>&1 || true' EXIT
+FAULT_PROXY=""
+cleanup() {
+  [ -z "$FAULT_PROXY" ] || { kill "$FAULT_PROXY" 2>/dev/null; wait "$FAULT_PROXY" 2>/dev/null || true; }
+  bash "$SCRIPTS/start_sandbox.sh" stop >/dev/null 2>&1 || true
+}
+trap cleanup EXIT
 stage sandbox bash "$SCRIPTS/start_sandbox.sh"
+# The fault switch: RL reaches the sandbox through the proxy (the eval, later, directly).
+RL_SANDBOX_URL="$SANDBOX_URL"
+if [ "${SMOKE_FAULT_RATE:-0}" != 0 ]; then
+  start_fault_proxy "$SANDBOX_URL" "$RUN/logs/fault_proxy.jsonl"
+  RL_SANDBOX_URL="$FAULT_URL"
+fi
 
 stage data bash -c "
   coderl data sft --source '$FIXTURES/sft.jsonl' --out '$RUN/data/sft' --val-fraction 0.1 &&
@@ -45,7 +58,7 @@ SFT_CKPT="$(find "$RUN/sft" -maxdepth 1 -type d -name 'global_step_*' | sort -V 
 stage merge_sft bash "$SCRIPTS/merge_checkpoint.sh" "$SFT_CKPT" "$RUN/sft/merged"
 
 stage rl env MODEL_PATH="$RUN/sft/merged" TRAIN_FILES="$RUN/data/rl/train.parquet" VAL_FILES="$RUN/data/rl/validation.parquet" \
-  OUTPUT_DIR="$RUN/rl" EXPERIMENT=smoke-rl TRAIN_BATCH=2 MINI_BATCH=2 ROLLOUT_N=4 LR=1e-5 MAX_PROMPT=512 MAX_RESPONSE=256 \
+  OUTPUT_DIR="$RUN/rl" SANDBOX_URL="$RL_SANDBOX_URL" EXPERIMENT=smoke-rl TRAIN_BATCH=2 MINI_BATCH=2 ROLLOUT_N=4 LR=1e-5 MAX_PROMPT=512 MAX_RESPONSE=256 \
   MAX_TURNS=3 TEMPERATURE=1.0 EPOCHS=1 SAVE_FREQ="${SMOKE_RL_STEPS:-2}" TEST_FREQ=-1 \
   bash "$SCRIPTS/run_code_rl_demo.sh" "${SMOKE_RL_OVERRIDES[@]}"
 # What the sandbox served during RL (only the tool and the reward used it so far).

@@ -31,10 +31,20 @@ def reward_samples(run: Path) -> list[dict[str, Any]]:
     return out
 
 
+def sandbox_errors_per_step(samples: list[dict[str, Any]]) -> dict[str, list[int]]:
+    """step -> [samples the reward flagged sandbox_error, samples], from its per-sample log."""
+    out: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for s in samples:
+        out[str(s["step"])][0] += int(s["sandbox_error"])
+        out[str(s["step"])][1] += 1
+    return dict(sorted(out.items()))
+
+
 def groups_with_variance(samples: list[dict[str, Any]]) -> tuple[int, int]:
     groups: dict[tuple[Any, str], set[float]] = defaultdict(set)
-    for s in samples:
-        groups[(s["step"], s["input"])].add(float(s["score"]))
+    for s in samples:  # a sandbox error's score is none of the group's (coderl.verl.scored_grpo)
+        if not s["sandbox_error"]:
+            groups[(s["step"], s["input"])].add(float(s["score"]))
     return sum(len(scores) > 1 for scores in groups.values()), len(groups)
 
 
@@ -46,6 +56,42 @@ def sandbox_runs(run: Path) -> dict[str, float]:
         route = re.search(r'route="([^"]*)"', m.group(1))
         out[route.group(1) if route else "?"] += float(m.group(2))
     return dict(out)
+
+
+def scored_grpo(rl: Path) -> dict[str, Any]:
+    """What verl computed for the sandbox-error samples, from the run's GRPO records (RL/grpo/grpo.jsonl:
+    the sampler's line per trajectory, the estimator's line per row it saw, coderl.verl.scored_grpo):
+    per step [flagged, samples]; and every way a flagged sample could still train, each of which must
+    come out empty or zero: a flagged sample's group holding fewer untrained rows than it has flagged
+    samples (the mask verl read back was not zero), an untrained row or a group below two scored
+    samples with a non-zero advantage."""
+    path = rl / "grpo" / "grpo.jsonl"
+    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.is_file() else []
+    samples = [r for r in lines if r["record"] == "sample"]
+    rows = [r for r in lines if r["record"] == "advantage"]
+    flagged = Counter((r["step"], r["uid"]) for r in samples if r["sandbox_error"])
+    untrained = Counter((r["step"], r["uid"]) for r in rows if r["trained_tokens"] == 0)
+    per_step: dict[int, list[int]] = defaultdict(lambda: [0, 0])
+    for r in samples:
+        per_step[r["step"]][0] += r["sandbox_error"]
+        per_step[r["step"]][1] += 1
+    return {
+        "flagged_per_step": {str(k): v for k, v in sorted(per_step.items())},
+        "advantage_rows": len(rows),
+        "flagged_groups_with_a_trained_row": sorted(f"{k[0]}/{k[1]}" for k, n in flagged.items() if untrained[k] < n),
+        "untrained_rows_with_advantage": sum(r["trained_tokens"] == 0 and r["advantage_abs_max"] != 0 for r in rows),
+        "groups_below_two_scored": len({(r["step"], r["uid"]) for r in rows if r["group_scored"] < 2}),
+        "groups_below_two_with_advantage": sum(r["group_scored"] < 2 and r["advantage_abs_max"] != 0 for r in rows),
+    }
+
+
+def fault_summary(log: Path) -> dict[str, int] | None:
+    """The fault proxy's requests (scripts/smoke_fault_proxy.py's log): None when the switch was off."""
+    if not log.is_file():
+        return None
+    lines = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    return {"requests": len(lines), "faulted_requests": sum(r["faulted"] for r in lines),
+            "items": sum(r["items"] for r in lines), "faulted_items": sum(r["items"] for r in lines if r["faulted"])}
 
 
 def eval_tool_calls(run: Path) -> dict[int, float]:
@@ -85,6 +131,12 @@ def main(run: Path) -> int:
         "rl_steps": [m["step"] for m in metrics],
         "grad_norm": [m["actor/grad_norm"] for m in metrics],
         "score_mean": [m.get("critic/score/mean") for m in metrics],
+        # the sandbox-error samples: verl's step metric, the reward's own per-sample flags, the fault
+        # switch's requests (SMOKE_FAULT_RATE), what the trainer computed for them
+        "sandbox_error_rate": [m.get("coderl/sandbox_error_rate") for m in metrics],
+        "sandbox_errors_per_step": sandbox_errors_per_step(samples),
+        "fault": fault_summary(run / "logs" / "fault_proxy.jsonl"),
+        "scored_grpo": scored_grpo(run / "rl"),
         "samples": len(samples),
         "tool_calls_per_sample": mean(s["tool_calls"] for s in samples) if samples else 0.0,
         "samples_with_tool_call": mean(float(s["tool_calls"] > 0) for s in samples) if samples else 0.0,
@@ -106,6 +158,8 @@ def main(run: Path) -> int:
           f"({report['samples_with_tool_call']:.0%} with a call)")
     print("  verdicts            " + ", ".join(f"{k} {v:.0%}" for k, v in report["verdicts"].items()))
     print(f"  reward variance     {varied}/{groups} GRPO groups; scores seen {report['distinct_scores']}")
+    print(f"  sandbox errors      {report['sandbox_errors_per_step']} (flagged, samples) per step; "
+          f"metric {report['sandbox_error_rate']}; fault switch {report['fault']}")
     print(f"  sandbox during RL   {report['sandbox_requests_during_rl']}")
     print(f"  weights SFT -> RL   max |change| {report['max_weight_change_sft_to_rl']:.3g}")
     print("  pass@1 (%)          " + ", ".join(f"step {k}: {v:.1f}" for k, v in sorted(evals.items())))

@@ -28,3 +28,17 @@ setup_env() {
   "$SMOKE_VENV/bin/python" "$CODERL_ROOT/scripts/smoke_env.py" "$CODERL_ROOT"
   stamp_done
 }
+
+# start_fault_proxy UPSTREAM LOG: the fault switch (SMOKE_FAULT_RATE) of the smoke runs, a loopback
+# proxy in front of the sandbox service UPSTREAM (scripts/smoke_fault_proxy.py); sets FAULT_URL and
+# FAULT_PROXY (its pid: the caller stops it). Returns once it answers the service's /readyz.
+start_fault_proxy() {
+  local port
+  port="$("$PYTHON" -c 'from coderl.server.launch import free_port; print(free_port())')"
+  "$PYTHON" "$CODERL_ROOT/scripts/smoke_fault_proxy.py" "$1" "$port" "$SMOKE_FAULT_RATE" "$2" \
+    > "$RUN/logs/fault_proxy.log" 2>&1 &
+  FAULT_PROXY=$!
+  FAULT_URL="http://127.0.0.1:$port"
+  coderl health "$FAULT_URL" --quiet --wait 60 --while-alive "$FAULT_PROXY" || {
+    cat "$RUN/logs/fault_proxy.log" >&2; echo "error: the fault proxy did not start" >&2; exit 1; }
+}

@@ -15,6 +15,9 @@ import pytest
 from tests.helpers.smoke_runs import read_report, run_pipeline
 
 MINI = Path(os.environ.get("MINI_SWE_AGENT_VENV", "/opt/mini-swe-agent"))
+# The fault switch: the pipeline's step over the sandbox service (RUN/remote-step, the step this module
+# checks anyway) goes through a proxy that fails this fraction of its grading requests.
+FAULT_RATE = 0.2
 # Slow: run by .ci/run (CODERL_TEST_ALL=1). Shares the code smoke run's environment (.smoke-venv).
 pytestmark = [pytest.mark.slow, pytest.mark.verl,
               pytest.mark.skipif(not (MINI / "bin" / "mini").exists(),
@@ -29,7 +32,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if os.environ.get("CODERL_AGENT_SMOKE_RUN"):
         return Path(os.environ["CODERL_AGENT_SMOKE_RUN"])
     return run_pipeline("smoke_agent_pipeline.sh", tmp_path_factory.mktemp("agent-smoke"),
-                        {"MINI_SWE_AGENT_VENV": str(MINI)})
+                        {"MINI_SWE_AGENT_VENV": str(MINI), "SMOKE_FAULT_RATE": str(FAULT_RATE)})
 
 
 @pytest.fixture(scope="module")
@@ -117,10 +120,12 @@ def test_view_of_the_run_opens(run: Path, report: dict) -> None:
 @pytest.fixture(scope="module")
 def remote(run: Path) -> dict:
     """One GRPO step with the sessions remote (scripts/smoke_agent_remote_step.sh), from this run's
-    SFT model, into RUN/remote-step; a checked run (CODERL_AGENT_SMOKE_RUN) that has one is read."""
+    SFT model, into RUN/remote-step, the fault switch on: the pipeline ran it (SMOKE_FAULT_RATE), or
+    a checked run (CODERL_AGENT_SMOKE_RUN) made without the switch has it run here."""
     out = run / "remote-step"
-    if not (os.environ.get("CODERL_AGENT_SMOKE_RUN") and (out / "report.json").is_file()):
-        run_pipeline("smoke_agent_remote_step.sh", out, {"MINI_SWE_AGENT_VENV": str(MINI)},
+    if not (out / "report.json").is_file():
+        run_pipeline("smoke_agent_remote_step.sh", out, {"MINI_SWE_AGENT_VENV": str(MINI),
+                                                         "SMOKE_FAULT_RATE": str(FAULT_RATE)},
                      args=(str(run / "sft" / "merged"),))
     return read_report(out)
 
@@ -133,10 +138,28 @@ def test_a_grpo_step_with_the_sessions_remote(remote: dict) -> None:
     assert remote["rl_steps"] == [1], remote["rl_steps"]
     (step,) = remote["steps"].values()
     episodes = step["episodes"]
-    assert episodes == 8 and step["sandbox_errors"] == 0, step
+    fault = remote["fault"]  # the proxy failed the n-th grading request when floor(n * rate) stepped up
+    assert episodes == 8 and fault["requests"] == episodes and fault["faulted_requests"] == int(8 * FAULT_RATE), fault
     assert step["turns_per_episode"] >= 1 and step["mask_problems"] == [], step
     served = remote["service_requests"]
-    for route in ("/v1/sessions", "/v1/sessions/{sid}/finish", "/v1/swe/grade", "/v1/sessions/{sid}"):
-        assert served.get(route) == episodes, (route, served)  # opened, diff taken, graded, closed: each once
+    for route in ("/v1/sessions", "/v1/sessions/{sid}/finish", "/v1/sessions/{sid}"):
+        assert served.get(route) == episodes, (route, served)  # opened, diff taken, closed: each once
+    # graded by the service, except the ones the proxy failed in front of it
+    assert served.get("/v1/swe/grade") == episodes - fault["faulted_requests"], served
     assert served.get("/v1/sessions/{sid}/exec", 0) >= episodes, served  # the harness itself
     assert remote["grad_norm"][0] is not None, remote["grad_norm"]  # the step trained (0 when all scored alike)
+
+
+@pytest.mark.timeout(60)
+def test_a_failed_grading_trained_nothing_and_was_counted(remote: dict) -> None:
+    """The faulted episodes of that step: each a sandbox error (never a wrong answer) with its whole
+    response masked, verl's step metric counts exactly those, and in what the trainer computed (the
+    GRPO records) each is out of its group's statistics with a zero advantage."""
+    (step,) = remote["steps"].values()
+    faulted = remote["fault"]["faulted_items"]
+    assert step["sandbox_errors"] == faulted > 0 and step["sandbox_error_episodes_masked"], step
+    assert remote["sandbox_error_rate"] == [pytest.approx(faulted / step["episodes"])], remote["sandbox_error_rate"]
+    grpo = remote["scored_grpo"]
+    assert grpo["flagged_per_step"] == {"1": [faulted, step["episodes"]]}, grpo
+    assert grpo["flagged_groups_with_a_trained_row"] == [] and grpo["untrained_rows_with_advantage"] == 0, grpo
+    assert grpo["groups_below_two_with_advantage"] == 0, grpo

@@ -16,9 +16,16 @@ from tests.helpers.smoke_runs import read_report, run_pipeline
 pytestmark = [pytest.mark.slow, pytest.mark.verl]
 
 
+# The fault switch on: during RL a loopback proxy fails this fraction of the reward's sandbox requests,
+# so the same run also shows a sandbox error training nothing (scripts/smoke_fault_proxy.py). Cost:
+# each faulted sample is answered at once, so the run is no longer (3 of 16 samples here).
+FAULT_RATE = 0.2
+
+
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return run_pipeline("smoke_pipeline.sh", tmp_path_factory.mktemp("smoke"), {"CODERL_PORT": ""})
+    return run_pipeline("smoke_pipeline.sh", tmp_path_factory.mktemp("smoke"),
+                        {"CODERL_PORT": "", "SMOKE_FAULT_RATE": str(FAULT_RATE)})
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +47,26 @@ def test_rl_ran_the_tool_in_the_sandbox_and_learned_from_varied_rewards(run: Pat
     # a step whose two groups happen to score uniformly has a zero gradient, legitimately (~1 run in 10)
     assert max(report["grad_norm"]) > 0, report["grad_norm"]
     assert report["max_weight_change_sft_to_rl"] > 0
-    assert "sandbox_error" not in report["verdicts"]
+
+
+@pytest.mark.timeout(60)
+def test_a_sandbox_error_trained_nothing_and_was_counted(run: Path, report: dict) -> None:
+    """The fault switch's failures, through the whole RL stage: each is the reward's sandbox error
+    (never a wrong answer), verl's step metric counts exactly those, and in what the trainer
+    computed (the GRPO records) each has a zero mask and a zero advantage and is out of its group."""
+    fault = report["fault"]
+    # the proxy failed that fraction of the reward's /v1/judge requests (the n-th when floor(n * rate) steps up)
+    assert fault["faulted_requests"] == int(fault["requests"] * FAULT_RATE) > 0, fault
+    per_step = report["sandbox_errors_per_step"]  # the reward's own per-sample flags: [flagged, samples]
+    assert sum(flagged for flagged, _ in per_step.values()) == fault["faulted_items"], (per_step, fault)
+    # verl's logged metric, per step, is the rate of the samples the reward flagged
+    assert report["sandbox_error_rate"] == [pytest.approx(f / n) for f, n in per_step.values()], report
+    grpo = report["scored_grpo"]
+    assert grpo["flagged_per_step"] == per_step and grpo["advantage_rows"] == 16, grpo
+    assert grpo["flagged_groups_with_a_trained_row"] == [], grpo  # the masks verl read back were zero
+    assert grpo["untrained_rows_with_advantage"] == 0 and grpo["groups_below_two_with_advantage"] == 0, grpo
+    # the other verdicts are the judge's: nothing else was turned into a sandbox error
+    assert report["verdicts"]["sandbox_error"] == pytest.approx(fault["faulted_items"] / report["samples"])
 
 
 @pytest.mark.timeout(60)

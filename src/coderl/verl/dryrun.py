@@ -4,7 +4,8 @@ exit 0 - or exit 1 naming what is wrong.
 
 RL: verl's `validate_config` and its config dataclasses (rollout, actor, model); overridden values
 of the wrong type (verl's YAML is untyped, so ``max_assistant_turns=abc`` would pass Hydra); the
-legacy reward keys main_ppo silently ignores; the reward manager resolved and built
+legacy reward keys main_ppo silently ignores; the v1 sampler loaded and the advantage estimator
+looked up; the reward manager resolved and built
 (`resolve_reward_manager_cls`, `load_reward_manager`); the reward function loaded and its
 ``reward_kwargs`` checked against its parameters; the tool classes built from the tool YAML; the
 data files' columns, and the first row's tests read the way the reward reads them.
@@ -217,6 +218,7 @@ def check_rl(overrides: list[str], strict: bool, problems: list[str]) -> dict[st
     verl_check("actor_rollout_ref.actor", omega_conf_to_dataclass, cfg.actor_rollout_ref.actor)
     model = verl_check("actor_rollout_ref.model", omega_conf_to_dataclass, cfg.actor_rollout_ref.model)
 
+    sampler = check_sampler_and_estimator(cfg)
     manager, reward_fn = check_reward(cfg, model.tokenizer, problems)
     if train and reward_fn is not None and _is_coderl_reward(cfg):
         check_tests(train[0], cfg.data.reward_fn_key)
@@ -226,7 +228,7 @@ def check_rl(overrides: list[str], strict: bool, problems: list[str]) -> dict[st
     return {
         "trainer": f"{cfg.trainer.nnodes} node(s) x {cfg.trainer.n_gpus_per_node} {cfg.trainer.device}",
         "model": model_line(configured, cfg.actor_rollout_ref.model.path),
-        "algorithm": f"{cfg.algorithm.adv_estimator}, kl_loss={actor.use_kl_loss} ({actor.kl_loss_type}, "
+        "algorithm": f"{cfg.algorithm.adv_estimator} ({sampler}), kl_loss={actor.use_kl_loss} ({actor.kl_loss_type}, "
                      f"{actor.kl_loss_coef}), clip {actor.clip_ratio_low}/{actor.clip_ratio_high}, lr {actor.optim.lr}",
         "batch": f"{cfg.data.train_batch_size} prompts x n={rollout.n}, mini-batch {actor.ppo_mini_batch_size}",
         "lengths": f"prompt {cfg.data.max_prompt_length}, response {cfg.data.max_response_length}",
@@ -240,6 +242,22 @@ def check_rl(overrides: list[str], strict: bool, problems: list[str]) -> dict[st
         "outputs": f"checkpoints {cfg.trainer.default_local_dir}, rollouts {cfg.trainer.get('rollout_data_dir')}",
         "logger": list(cfg.trainer.logger),
     }
+
+
+def check_sampler_and_estimator(cfg: Any) -> str:
+    """The v1 trainer's custom sampler loaded as the trainer loads it, then the advantage estimator
+    looked up in verl's registry (`coderl.verl.scored_grpo` registers ``grpo_scored`` when the
+    sampler's module loads: a misspelled name would otherwise fail only after Ray started)."""
+    from verl.trainer.ppo.core_algos import get_adv_estimator_fn
+    from verl.utils.import_utils import load_extern_object
+
+    custom = cfg.trainer.v1.sampler.get("custom_sampler") or {}
+    sampler = "verl's sampler"
+    if custom.get("path") and custom.get("name"):
+        verl_check("trainer.v1.sampler.custom_sampler", load_extern_object, custom.path, custom.name)
+        sampler = f"sampler {custom.name}"
+    verl_check("algorithm.adv_estimator", get_adv_estimator_fn, cfg.algorithm.adv_estimator)
+    return sampler
 
 
 def check_legacy(cfg: Any) -> None:
