@@ -81,7 +81,12 @@ reward_file() {
 # SAVE_FREQ, TEST_FREQ, EPOCHS.
 grpo_overrides() {
   OVERRIDES=(
-    algorithm.adv_estimator=grpo
+    # GRPO over the scored samples: a sandbox error trains nothing, stays out of its group's
+    # statistics and is counted (coderl/verl/scored_grpo.py; its records in OUTPUT_DIR/grpo)
+    algorithm.adv_estimator=grpo_scored
+    trainer.v1.sampler.custom_sampler.path=pkg://coderl.verl.scored_grpo
+    trainer.v1.sampler.custom_sampler.name=ScoredReplayBuffer
+    "+ray_kwargs.ray_init.runtime_env.env_vars.CODERL_GRPO_LOG_DIR=$OUTPUT_DIR/grpo"
     algorithm.use_kl_in_reward=False
     "data.train_files=$TRAIN_FILES"
     "data.val_files=$VAL_FILES"
