@@ -15,8 +15,10 @@ none of the test patch's files.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -79,6 +81,7 @@ def build_swe_bench(rows_file: str | Path, repos_dir: str | Path, out: str | Pat
                   if envs[t["environment_setup"]["source"]].startswith("error: ")}
         skipped.update({i: f"environment cannot be built: {e.removeprefix('error: ')}" for i, e in failed.items()})
         tasks = [t for t in tasks if t["instance_id"] not in failed]
+        tasks = asyncio.run(_uncut_ids(tasks, envs, store))
     out.mkdir(parents=True, exist_ok=True)
     write_jsonl(tasks, out / "tasks.jsonl")
     report = {"read": len(rows), "served": len(tasks), "skipped": skipped,
@@ -152,6 +155,49 @@ def _node_id(test: str, test_patch: str, snapshot: Path) -> str:
         where = "none" if not found else f"{len(found)} ({', '.join(found)})"
         raise Skip(f"test {test!r} is a bare name defined in {where} of the test patch's files")
     return f"{found[0]}::{test}"
+
+
+def cut_ids(task: dict[str, Any]) -> list[str]:
+    """Ids SWE-bench's log parser cut at their first space (``test_x[select`` of ``test_x[select a]``):
+    their brackets do not close."""
+    return [t for t in (*task["FAIL_TO_PASS"], *task["PASS_TO_PASS"]) if t.count("[") != t.count("]")]
+
+
+async def _uncut_ids(tasks: list[dict[str, Any]], envs: dict[str, str], store: RepoStore) -> list[dict[str, Any]]:
+    """The whole ids of cut ones, from pytest's collection of the task's test files (test patch
+    applied) in a session sandbox with the task's environment: each cut id becomes every collected
+    id whose text before the first space it is. The mapping is kept in the row (``uncut_ids``); a
+    cut id nothing matches stays as it is (the grader then reports it ``missing``)."""
+    from coderl.sandbox.session import SessionHost
+    from coderl.swe.grading_run import test_files
+
+    out = []
+    async with SessionHost() as host:
+        for task in tasks:
+            cut = cut_ids(task)
+            if not cut:
+                out.append(task)
+                continue
+            repo_task = RepoTask.from_row(task)
+            session = await host.open(store.snapshot(repo_task.repo, repo_task.base_commit),
+                                      env_dir=Path(envs[task["environment_setup"]["source"]]))
+            try:
+                await session.write_file("/tmp/test.patch", repo_task.test_patch.encode())
+                files = " ".join(shlex.quote(f) for f in test_files(repo_task))
+                run = await session.exec("git apply /tmp/test.patch && python -m pytest --collect-only -qq "
+                                         f"-p no:cacheprovider {files}", timeout_s=600)
+            finally:
+                await session.close()
+            collected = [line.strip() for line in run.stdout.splitlines() if "::" in line]
+            whole = {c: [n for n in collected if n != c and n.split()[0] == c] for c in cut}
+            mapped = {c: ns for c, ns in whole.items() if ns}
+
+            def uncut(ids: list[str], mapped: dict[str, list[str]] = mapped) -> list[str]:
+                return list(dict.fromkeys(n for t in ids for n in mapped.get(t, [t])))
+
+            out.append({**task, "FAIL_TO_PASS": uncut(task["FAIL_TO_PASS"]), "PASS_TO_PASS": uncut(task["PASS_TO_PASS"]),
+                        "uncut_ids": mapped, "cut_ids_unmatched": [c for c in cut if c not in mapped]})
+    return out
 
 
 def _with_environments(served: list[_Served]) -> list[dict[str, Any]]:

@@ -102,7 +102,8 @@ def _project_env(spec: EnvSpec, dest: Path, cache_dir: Path, find_links: Path | 
     try:
         _source_tree(spec, cache_dir, src)
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", "/root"),
-               "LANG": "C.UTF-8", **{k: v for k, v in os.environ.items() if k.startswith(_PASSED_ON)}}
+               "LANG": "C.UTF-8", **{k: v for k, v in os.environ.items() if k.startswith(_PASSED_ON)},
+               "UV_PYTHON_DOWNLOADS": "never"}  # the interpreter is find_python's: never one downloaded
         for step in spec.pre_install:
             _run(["bash", "-c", step], f"run the pre-install step {step!r}", cwd=src, env=env)
         python = str(dest / "bin" / "python")
@@ -117,7 +118,7 @@ def _project_env(spec: EnvSpec, dest: Path, cache_dir: Path, find_links: Path | 
         args += [*spec.requirements, *(a for f in spec.requirement_files for a in ("-r", str(src / f)))]
         if spec.install:
             args += ["-C", "editable_mode=compat", "-e", str(src) + spec.install.removeprefix(".")]
-        _run(args, f"install the Python {spec.python} environment", env={**env, **dict(spec.build_env)})
+        _run(args, f"install the Python {spec.python} environment", cwd=src, env={**env, **dict(spec.build_env)})
         lock = subprocess.run([uv_binary(), "pip", "freeze", "--python", python], capture_output=True, text=True,
                               env=env, timeout=120)
         (dest / LOCK).write_text(lock.stdout.replace(str(src), REPO))
