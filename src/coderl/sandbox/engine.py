@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from coderl.errors import NOT_RECEIVED, BadRequest, DeadlineExceeded, IsolationUnavailable, SlotFailure
 from coderl.sandbox import isolation, languages, probe, seccomp
 from coderl.sandbox.cgroups import CgroupManager
+from coderl.sandbox.compile_cache import CompileCache, Compiled
 from coderl.sandbox.languages import Language, LanguageInfo
 from coderl.sandbox.program import Program, RunInput
 from coderl.sandbox.result import STOPPED, CompileResult, Execution, Limits, RunResult, RunStatus
@@ -34,7 +35,10 @@ StopRule = Callable[[int, RunResult], bool]
 class Engine:
     """Async execution engine. Use as ``async with Engine() as engine: await engine.execute(...)``."""
 
-    def __init__(self, slots: int | None = None, isolation: str = "bwrap", *, tmpfs_mb: int = 512) -> None:
+    def __init__(self, slots: int | None = None, isolation: str = "bwrap", *, tmpfs_mb: int = 512,
+                 compile_cache: CompileCache | bool = True) -> None:
+        """``compile_cache``: True for the one the environment asks for (`CompileCache.from_env`:
+        on unless ``CODERL_COMPILE_CACHE=0``), False for none, or a cache of the caller's."""
         if isolation not in ISOLATION_MODES:
             raise ValueError(f"isolation must be one of {ISOLATION_MODES}, got {isolation!r}")
         self.isolation = isolation
@@ -42,6 +46,7 @@ class Engine:
         if self.size < 1:
             raise ValueError("slots must be >= 1")
         self.tmpfs_mb = tmpfs_mb
+        self.compile_cache = (CompileCache.from_env() if compile_cache is True else compile_cache) or None
         self.cgroups = CgroupManager()
         self._languages: dict[str, type[Language]] = {}
         self._infos: dict[str, LanguageInfo] = {}
@@ -68,7 +73,10 @@ class Engine:
                                            "(or run with isolation 'none', which has no security boundary)")
         self._languages = {lang.name: lang for lang in languages.ALL if lang.available()}
         self._infos = {name: lang.info() for name, lang in self._languages.items()}  # versions: asked once
-        binds = tuple(sorted({b for lang in self._languages.values() for b in lang.extra_binds()}))
+        # the first start on a machine builds the toolchains' precompiled headers and class archives
+        # (languages.prebuilt, tens of seconds): in threads, side by side
+        found = await asyncio.gather(*(asyncio.to_thread(lang.extra_binds) for lang in self._languages.values()))
+        binds = tuple(sorted({b for lang_binds in found for b in lang_binds}))
         self.cgroups.start()
         self._config = SlotConfig(isolation=self.isolation, cgroups=self.cgroups,
                                   seccomp_program=seccomp.build_filter() if self.isolation == "bwrap" else b"",
@@ -154,6 +162,14 @@ class Engine:
                 raise BadRequest(f"a prelude is for Python programs, not {lang.name}")
             recipe["prelude"] = True
         overhead = lang.memory_overhead_mb
+        cached, cache_key = await self._cached_compile(lang, recipe, files, compile_limits)
+        if cached is not None:  # the runner gets the artifacts as files and compiles nothing
+            recipe = {**recipe, "compile": None, "executables": list(cached.executables)}
+            files = {**files, **cached.files}
+        fresh: list[Compiled] = []
+
+        def keep(result: CompileResult, artifacts: dict[str, bytes], executables: tuple[str, ...]) -> None:
+            fresh.append(Compiled(result, artifacts, executables))
 
         done: list[RunResult] = []
         compiled: CompileResult | None = NOT_RECEIVED
@@ -168,7 +184,8 @@ class Engine:
 
             try:
                 got, results = await slot.execute(recipe, files, compile_limits, runs[offset:], limits, overhead,
-                                                  budget, shifted if stop is not None else None)
+                                                  budget, shifted if stop is not None else None,
+                                                  keep if cache_key is not None else None)
                 failure = None
             except SlotFailure as exc:
                 failure, got, results = exc, exc.compiled, exc.partial
@@ -197,6 +214,10 @@ class Engine:
             if not retries:
                 break
             retries -= 1
+        if compiled is None and cached is not None:
+            compiled = cached.result
+        if fresh and self.compile_cache is not None and cache_key is not None:
+            await asyncio.to_thread(self.compile_cache.put, cache_key, fresh[0])
         if compiled is NOT_RECEIVED:
             compiled = CompileResult(ok=False, run=RunResult.sandbox_error(str(failure)), sandbox_error=True)
         fill = RunResult.skipped("compile error") if isinstance(compiled, CompileResult) and not compiled.ok \
@@ -204,6 +225,21 @@ class Engine:
         done += [fill] * (len(runs) - len(done))
         return slot, Execution(language=lang.name, isolation=self.isolation, compile=compiled,  # type: ignore[arg-type]
                                results=done, wall_s=time.monotonic() - started)
+
+    async def _cached_compile(self, lang: type[Language], recipe: dict, files: dict[str, bytes],
+                              compile_limits: Limits) -> tuple[Compiled | None, str | None]:
+        """(the compile cache's entry for this submission, None on a miss; the key to keep a fresh
+        compile under, None when there is nothing to keep). Marks the recipe to bring its artifacts
+        back on a miss."""
+        cache = self.compile_cache
+        if cache is None or not recipe["compile"] or not recipe["artifacts"]:
+            return None, None
+        key = cache.key(lang.name, self._infos[lang.name].version, recipe, files)
+        hit = await asyncio.to_thread(cache.get, key, compile_limits)
+        if hit is None:
+            recipe["return_artifacts"] = True
+            return None, key
+        return hit, None
 
     async def _replace(self, slot: Slot) -> Slot:
         """A fresh slot in the same place (same cgroup); if it cannot start it stays unhealthy and

@@ -116,7 +116,8 @@ class Runner:
 
     def prepare(self, header: dict, blobs: list[bytes]) -> tuple[dict, list[bytes]]:
         self.recipe = header["recipe"]
-        self.work.prepare(dict(zip(header["files"], blobs, strict=True)))
+        # a submission the compile cache answered brings its artifacts among its files
+        self.work.prepare(dict(zip(header["files"], blobs, strict=True)), tuple(self.recipe.get("executables", ())))
         self.prepared = False
         self.code_packet = self.job_packet = None
         self.zygote = self.zygotes[self._flavor()]
@@ -145,7 +146,11 @@ class Runner:
         return "warm" if self.recipe.get("prelude") and (not names or needs_prelude(source, names)) else "lean"
 
     def _compile(self, limits: Limits) -> tuple[dict, list[bytes]]:
+        """Run the compiler; on success its artifacts join the submission's files. With
+        ``return_artifacts`` (the engine's compile cache) the reply carries them too: their names
+        (``artifacts``, ``executables``) and bytes after the compiler's stdout and stderr."""
         self._set_job({"kind": "exec", "argv": self.recipe["compile"], "env": self.recipe.get("env", {})}, limits)
+        before = dict(self.work.files)
         record, out, err, _ = self._run_one(b"", {}, limits)
         ok = record.status is RunStatus.OK and record.exit_code == 0
         if ok:
@@ -154,7 +159,12 @@ class Runner:
                     ok = False
                     err += f"\ncompiler produced no {rel}".encode()
         self.work.wipe()
-        return {"ok": ok, "run": record.to_wire()}, [out, err]
+        reply = {"ok": ok, "run": record.to_wire()}
+        if ok and self.recipe.get("return_artifacts"):
+            made = [rel for rel, data in self.work.files.items() if before.get(rel) is not data]
+            reply.update(artifacts=made, executables=sorted(self.work.executables.intersection(made)))
+            return reply, [out, err, *(self.work.files[rel] for rel in made)]
+        return reply, [out, err]
 
     def _prepare_python(self, limits: Limits) -> tuple[dict, list[bytes]]:
         """Compile once, in the zygote: every test forks from a process that holds the code object.

@@ -124,10 +124,14 @@ class Slot:
     # ------------------------------------------------------------------ requests
     async def execute(self, recipe: dict, files: dict[str, bytes], compile_limits: Limits, runs: list[RunInput],
                       limits: Limits, memory_overhead_mb: int, budget_s: float | None,
-                      stop: Callable[[int, RunResult], bool] | None) -> tuple[CompileResult | None, list[RunResult]]:
+                      stop: Callable[[int, RunResult], bool] | None,
+                      artifacts: Callable[[CompileResult, dict[str, bytes], tuple[str, ...]], None] | None = None,
+                      ) -> tuple[CompileResult | None, list[RunResult]]:
         """Prepare the program and run the inputs in order, pipelined (both requests go out at
         once). Returns the compile record (None when nothing was compiled) and one record per
-        input. On a slot failure, whatever did arrive travels on the `SlotFailure`'s fields, so
+        input. ``artifacts`` (with a recipe that asks for ``return_artifacts``) is called with a
+        successful compile, the artifacts' bytes by work-dir name and which are executable, before
+        the runs. On a slot failure, whatever did arrive travels on the `SlotFailure`'s fields, so
         the engine can resume after it on a fresh slot."""
         # A compiler gets the compile limits in the cgroup, so its batch can only be sent (with the
         # run limits) once it is done; anything else is sent in one go.
@@ -150,8 +154,10 @@ class Slot:
             # pipelined, the prepare step (a Python compile) runs under the run limits: a hung runner
             # is noticed after those, not after a compiler's
             reply, blobs = await self._receive((limits if pipelined else compile_limits).wall_s + _PROTOCOL_GRACE_S)
-            compiled = CompileResult(ok=bool(reply["ok"]), run=RunResult.from_frame(reply["run"], *blobs)) \
+            compiled = CompileResult(ok=bool(reply["ok"]), run=RunResult.from_frame(reply["run"], *blobs[:2])) \
                 if "run" in reply else None
+            if artifacts is not None and compiled is not None and "artifacts" in reply:
+                artifacts(compiled, dict(zip(reply["artifacts"], blobs[2:], strict=True)), tuple(reply["executables"]))
             if not pipelined:
                 await self._send({**batch, "limits": self._wire_limits(limits, memory_overhead_mb)}, batch_blobs)
             while True:

@@ -28,9 +28,10 @@ class WorkDir:
         self.executables: set[str] = set()
         self._written: dict[str, tuple] | None = None  # the files as last written, when nothing else is there
 
-    def prepare(self, files: dict[str, bytes]) -> None:
-        """A new submission's files (compiler artifacts may join them, see ``keep``)."""
-        self.files, self.executables, self._written = dict(files), set(), None
+    def prepare(self, files: dict[str, bytes], executables: tuple[str, ...] = ()) -> None:
+        """A new submission's files (compiler artifacts may join them, see ``keep``; ``executables``:
+        those among ``files`` that are artifacts kept from an earlier compile, mode 0755)."""
+        self.files, self.executables, self._written = dict(files), set(executables) & set(files), None
 
     def wipe(self) -> None:
         self._written = None

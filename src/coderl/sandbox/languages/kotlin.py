@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import re
 
 from coderl.sandbox.languages import jvm
@@ -12,6 +13,32 @@ _COMPILER_JARS = ("kotlin-compiler", "kotlin-stdlib", "kotlin-script-runtime", "
                   "annotations-13.0")
 
 
+_JARS = tuple(f"{_HOME}/lib/{jar}.jar" for jar in _COMPILER_JARS)
+#: what kotlinc compiles once to make its class-data archive (`jvm.compiler_archive`)
+_SAMPLE = """import java.io.*
+import java.util.*
+
+data class Edge(val to: Int, val w: Long)
+
+fun best(xs: List<Long>): Long = xs.max() ?: 0L
+
+fun main() {
+    val br = BufferedReader(InputStreamReader(System.`in`))
+    val n = (br.readLine() ?: "3").trim().split(" ").map { it.toInt() }.sum()
+    val g = HashMap<Int, MutableList<Edge>>()
+    val pq = PriorityQueue<Pair<Long, Int>>(compareBy { it.first })
+    val a = LongArray(n) { it.toLong() * 2 }
+    for (i in 0 until n) {
+        g.getOrPut(i) { mutableListOf() }.add(Edge(i, a[i]))
+        pq.add(a[i] to i)
+    }
+    val sorted = a.sortedDescending()
+    val text = when (n % 3) { 0 -> "zero" else -> String.format("%d %.2f", best(sorted), Math.sqrt(n.toDouble())) }
+    val sb = StringBuilder()
+    sb.append(text).append(' ').append(pq.size).append(' ').append(g.size)
+    println(sb.toString())
+}
+"""
 _TOP_LEVEL_MAIN = re.compile(r"^fun\s+main\s*\(", re.M)
 _HEADER_LINE = re.compile(r"^\s*(?:$|//|package\s|import\s|@file:)")
 
@@ -23,12 +50,13 @@ class Kotlin(Language):
     Debian's compiler cannot compile scripts (``.kts``, ScaleBox's ``kotlin_script``), so a program
     without a top-level ``main`` has its statements wrapped in one: its functions and classes become
     local ones, which Kotlin allows, and the wrapper opens on the first line after the imports, so
-    the compiler's line numbers are the program's own."""
+    the compiler's line numbers are the program's own. The compiler's JVM starts on a class-data
+    archive of its classes (`jvm.compiler_archive`)."""
 
     name = "kotlin"
     aliases = ("kt", "kotlin_script")
     source_name = "main.kt"
-    compile_argv = (jvm.JAVA, *jvm.COMPILER_FLAGS, "-cp", ":".join(f"{_HOME}/lib/{jar}.jar" for jar in _COMPILER_JARS),
+    compile_argv = (jvm.JAVA, *jvm.COMPILER_FLAGS, "-cp", ":".join(_JARS),
                     "org.jetbrains.kotlin.cli.jvm.K2JVMCompiler", "-kotlin-home", _HOME, "-no-reflect",
                     "-d", "main.jar", "{src}")
     run_argv = (jvm.JAVA, *jvm.RUN_FLAGS, "-cp", f"main.jar:{_HOME}/lib/kotlin-stdlib.jar", "MainKt")
@@ -49,9 +77,22 @@ class Kotlin(Language):
 
     @classmethod
     def available(cls) -> bool:
-        return jvm.present(*(f"{_HOME}/lib/{jar}.jar" for jar in _COMPILER_JARS))
+        return jvm.present(*_JARS)
 
     @classmethod
     def version(cls) -> str:
         jar = f"{_HOME}/lib/kotlin-compiler.jar"
         return "Kotlin " + jvm.jar_version(jar, "META-INF/MANIFEST.MF", "Implementation-Version")
+
+    @classmethod
+    def compiler_archive(cls) -> str | None:
+        return jvm.compiler_archive("kotlinc", cls.compile_argv, cls.source_name, _JARS, _SAMPLE)
+
+    @classmethod
+    def extra_binds(cls) -> tuple[str, ...]:
+        archive = cls.compiler_archive()
+        return (os.path.dirname(archive),) if archive else ()
+
+    @classmethod
+    def recipe(cls, source_name: str, memory_mb: int) -> dict:
+        return jvm.use_archive(super().recipe(source_name, memory_mb), cls.compiler_archive())

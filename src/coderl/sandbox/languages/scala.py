@@ -1,22 +1,50 @@
 from __future__ import annotations
 
+import os
 import re
 
 from coderl.sandbox.languages import jvm
 from coderl.sandbox.languages.base import Language
 
 _LIB = "/usr/share/scala/lib"
+_JARS = (f"{_LIB}/scala-compiler.jar", f"{_LIB}/scala-library.jar", f"{_LIB}/scala-reflect.jar")
+#: what scalac compiles once to make its class-data archive (`jvm.compiler_archive`)
+_SAMPLE = """import scala.io.StdIn
+import scala.collection.mutable
+
+case class Edge(to: Int, w: Long)
+
+object Main {
+  def best(xs: Seq[Long]): Long = if (xs.isEmpty) 0L else xs.max
+  def main(args: Array[String]): Unit = {
+    val line = Option(StdIn.readLine()).getOrElse("3")
+    val n = line.trim.split(" ").map(_.toInt).sum
+    val g = mutable.HashMap[Int, mutable.ArrayBuffer[Edge]]()
+    val pq = mutable.PriorityQueue[(Long, Int)]()(Ordering.by(p => -p._1))
+    val a = Array.tabulate(n)(i => i.toLong * 2)
+    for (i <- 0 until n) {
+      g.getOrElseUpdate(i, mutable.ArrayBuffer()) += Edge(i, a(i))
+      pq.enqueue((a(i), i))
+    }
+    val sorted = a.sorted(Ordering[Long].reverse).toList
+    val text = n % 3 match { case 0 => "zero"; case _ => "%d %.2f".format(best(sorted), math.sqrt(n.toDouble)) }
+    val sb = new StringBuilder
+    sb.append(text).append(' ').append(pq.size).append(' ').append(g.size)
+    println(sb.toString)
+  }
+}
+"""
 _OBJECT = re.compile(r"^\s*object\s+([A-Za-z_][\w]*)", re.M)
 
 
 class Scala(Language):
     """Scala 2.11 (Debian 12's): scalac runs as a plain JVM program (no launcher script); the file
-    is named after the first top-level object, which is the one run (Main when there is none)."""
+    is named after the first top-level object, which is the one run (Main when there is none). The
+    compiler's JVM starts on a class-data archive of its classes (`jvm.compiler_archive`)."""
 
     name = "scala"
     source_name = "Main.scala"
-    compile_argv = (jvm.JAVA, *jvm.COMPILER_FLAGS, "-cp",
-                    f"{_LIB}/scala-compiler.jar:{_LIB}/scala-library.jar:{_LIB}/scala-reflect.jar",
+    compile_argv = (jvm.JAVA, *jvm.COMPILER_FLAGS, "-cp", ":".join(_JARS),
                     "scala.tools.nsc.Main", "-usejavacp", "-nobootcp", "-d", "main.jar", "{src}")
     run_argv = (jvm.JAVA, *jvm.RUN_FLAGS, "-cp", f"main.jar:{_LIB}/scala-library.jar", "{main}")
     artifacts = ("main.jar",)
@@ -32,6 +60,19 @@ class Scala(Language):
     @classmethod
     def version(cls) -> str:
         return "Scala " + jvm.jar_version(f"{_LIB}/scala-library.jar", "library.properties", "version.number")
+
+    @classmethod
+    def compiler_archive(cls) -> str | None:
+        return jvm.compiler_archive("scalac", cls.compile_argv, cls.source_name, _JARS, _SAMPLE)
+
+    @classmethod
+    def extra_binds(cls) -> tuple[str, ...]:
+        archive = cls.compiler_archive()
+        return (os.path.dirname(archive),) if archive else ()
+
+    @classmethod
+    def recipe(cls, source_name: str, memory_mb: int) -> dict:
+        return jvm.use_archive(super().recipe(source_name, memory_mb), cls.compiler_archive())
 
     @classmethod
     def source_for(cls, source: str) -> tuple[str, str]:
