@@ -38,7 +38,9 @@ def gate_record(task: RepoTask, gold: GradeResult, empty: GradeResult) -> dict[s
     rec: dict[str, Any] = {"instance_id": task.instance_id, "gold": gold.status.value, "empty": empty.status.value,
                            "gold_message": gold.message[:500], "empty_message": empty.message[:500],
                            "gold_findings": gold.findings[:5], "p2p_dropped": drift, "kept": False,
-                           "gold_s": gold.wall_s, "empty_s": empty.wall_s}
+                           "gold_s": gold.wall_s, "empty_s": empty.wall_s,
+                           "gold_tests": {**gold.fail_to_pass, **gold.pass_to_pass},
+                           "empty_tests": {**empty.fail_to_pass, **empty.pass_to_pass}}
     for name, result in (("gold", gold), ("empty", empty)):
         if result.status.value in ("sandbox_error", "tampered", "apply_failed"):
             return {**rec, "category": f"{name}_{result.status.value}",
