@@ -14,8 +14,8 @@ A GRPO group and a re-evaluation send the same program many times; each compile 
   its tmpfs work dir (rewritten from the runner's memory for every test anyway), so a program that
   overwrites or replaces its binary changes that copy only (tests/sandbox/test_compile_cache.py).
 - Only successful compiles are kept: a failure may be a limit or a kill, which another request's
-  limits would not repeat. A hit whose original compile took longer than this request's compile
-  limits is a miss, so a cache never lets through a compile the limits would have stopped.
+  limits would not repeat. A hit whose original compile took more CPU, wall time or memory than this
+  request's compile limits is a miss, so the cache never lets through a compile they would stop.
 - Entries are written whole (a temporary file renamed into place), so engines of several processes
   may share the directory; a damaged or unreadable entry is a miss and is removed.
 
@@ -89,7 +89,8 @@ class CompileCache:
         return self.directory / key[:2] / key
 
     def get(self, key: str, compile_limits: Limits) -> Compiled | None:
-        """The entry, or None (also when its compile took longer than ``compile_limits`` allow)."""
+        """The entry, or None (also when its compile took more time or memory than ``compile_limits``
+        allow)."""
         path = self._path(key)
         try:
             data = path.read_bytes()
@@ -104,7 +105,8 @@ class CompileCache:
             self.misses += 1
             return None
         run = compiled.result.run
-        if run.cpu_s > compile_limits.cpu_s or run.wall_s > compile_limits.wall_s:
+        if run.cpu_s > compile_limits.cpu_s or run.wall_s > compile_limits.wall_s \
+                or run.memory_kb > compile_limits.memory_mb * 1024:
             self.misses += 1
             return None
         with contextlib.suppress(OSError):
