@@ -80,8 +80,11 @@ class ImageRoot:
         if not rel or rel.startswith(".."):
             raise ImageUnavailable(f"image {self.reference}: the work dir must be a directory below /, got {workdir!r}")
         tree = self.rootfs / rel
-        if not tree.is_dir():
-            raise ImageUnavailable(f"image {self.reference} has no directory {workdir}")
+        if not tree.is_dir():  # an engine makes a missing WORKDIR when a container starts: so do episodes
+            if tree.exists() or tree.is_symlink():
+                raise ImageUnavailable(f"image {self.reference}: {workdir} is not a directory")
+            tree = self.home / "empty"
+            tree.mkdir(exist_ok=True)
         dest = self.home / "git" / (rel.replace("/", "_") + ".git")
         if (dest / _READY).is_file():
             return dest

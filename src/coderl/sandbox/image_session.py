@@ -77,5 +77,5 @@ def image_argv(root: Path, *, workdir: str, uid: int, gid: int, tmp_mb: int, ins
         args += ["--dir", os.path.dirname(dst), kind, src, dst]
     for name, value in setenv.items():
         args += ["--setenv", name, value]
-    args += ["--chdir", workdir]
+    args += ["--dir", workdir, "--chdir", workdir]  # made in the episode's layer when the image lacks it
     return args

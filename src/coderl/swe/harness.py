@@ -33,6 +33,7 @@ import shlex
 import signal
 import subprocess
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -144,6 +145,17 @@ async def run_in_remote_sandbox(template: str, *, sessions: Any, task_row: dict[
     values = _values(f"http://127.0.0.1:{SANDBOX_PORT}", session_id, model, f"/tmp/{TASK_FILE}", REPO)
     session = await sessions.open(task_row, limits=limits or _limits(timeout_s),
                                   env={**_environment(values), **(env or {})}, gateway=(gateway_url, session_id))
+    return await _episode(session, template, values, task, timeout_s, capture_diff)
+
+
+async def run_in_session(template: str, *, open_session: Callable[[dict[str, str]], Awaitable[Any]], task: str,
+                         workdir: str, session_id: str, model: str, timeout_s: float,
+                         capture_diff: bool = False) -> HarnessResult:
+    """The harness in a session its caller opens (``open_session(env)``, given the harness's
+    environment; e.g. an image-backed one, `coderl.swe.harbor_grader.HarborRunner`) over ``workdir``,
+    relayed to the gateway at 127.0.0.1:SANDBOX_PORT as in ``run_in_sandbox``."""
+    values = _values(f"http://127.0.0.1:{SANDBOX_PORT}", session_id, model, f"/tmp/{TASK_FILE}", workdir)
+    session = await open_session(_environment(values))
     return await _episode(session, template, values, task, timeout_s, capture_diff)
 
 
