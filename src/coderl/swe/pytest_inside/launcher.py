@@ -69,6 +69,8 @@ def main() -> None:
         locate(sys.argv[2], sys.argv[3], sys.argv[4:])
         return
     spec = json.loads(sys.stdin.buffer.read())
+    global REPO
+    REPO = spec.get("repo", REPO)  # an image's work tree (SWE-bench's /testbed) instead of a session's /repo
     devnull = os.open("/dev/null", os.O_RDWR)
     os.dup2(devnull, 0)
     os.close(devnull)
