@@ -23,7 +23,7 @@ def test_rl_dry_run_passes_with_warnings_for_missing_files():
     assert done.returncode == 0, done.stderr[-2000:]
     assert "dry-run: OK (rl)" in done.stdout
     assert "model not found" in done.stderr and "train data not found" in done.stderr
-    for key in ("grpo", "low_var_kl", "tool_agent", "hermes", "NaiveRewardManager", "verl/reward.py:compute_score",
+    for key in ("grpo_scored (sampler ScoredReplayBuffer)", "low_var_kl", "tool_agent", "hermes", "NaiveRewardManager", "verl/reward.py:compute_score",
                 "code_interpreter", "128 prompts x n=8"):
         assert key in done.stdout
     model = next(line for line in done.stdout.splitlines() if line.strip().startswith("model "))
