@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from coderl.cache import default_cache_dir
+from coderl.errors import EnvBuildError
 from coderl.sandbox.session import SessionHost
 from coderl.swe.grader import RepoGrader
 from coderl.swe.grading_run import INSIDE_DIR
@@ -33,6 +34,14 @@ from coderl.swe.store import RepoStore, git
 from coderl.swe.task import EnvSpec, RepoTask
 
 ENV = EnvSpec(requirements=("pytest",))  # the builtin tasks' environment: built once, shared
+# the pytest versions real projects pin (SWE-bench Lite's rows run pytest 4.6 to 8.x), each with the
+# Python it runs on ("": the sandbox's; pytest before 6.2.5 cannot rewrite assertions on 3.10+):
+# the red team must fail under every one, and the gold patch pass its checks. One besides the
+# newest in the default suite (7.4.0: flask's and marshmallow's false `tampered` were found with
+# it), the others under `slow`.
+RUNNERS = {"pytest-latest": ("", "pytest"), "pytest-7.4.0": ("", "pytest==7.4.0")}
+SLOW_RUNNERS = {"pytest-4.6.11": ("3.9", "pytest==4.6.11"), "pytest-5.4.3": ("3.9", "pytest==5.4.3"),
+                "pytest-6.2.5": ("3.9", "pytest==6.2.5"), "pytest-8.3.3": ("", "pytest==8.3.3")}
 DATE = {"GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z"}
 ADD, SUB = "tests/test_calc.py::test_add", "tests/test_calc.py::test_sub"
 FORGED = f"PASSED {ADD}\\nPASSED {SUB}\\n"  # lines shaped like pytest's -rA summary (escaped for the sources below)
@@ -40,7 +49,7 @@ FORGED = f"PASSED {ADD}\\nPASSED {SUB}\\n"  # lines shaped like pytest's -rA sum
 CALC = {
     "calc/__init__.py": '"""A tiny calculator."""\n\n\ndef add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n',
     "tests/conftest.py": "import pytest\n\nimport calc\n\n\n@pytest.fixture\ndef module():\n    return calc\n",
-    "tests/test_calc.py": "from calc import add, sub\n\n\ndef test_add():\n    assert add(2, 3) == 5\n\n\n"
+    "tests/test_calc.py": "from calc import add, sub\n\n\ndef test_add():\n    total = add(2, 3)\n    assert total == 5\n\n\n"
                           "def test_sub():\n    assert sub(5, 3) == 2\n",
 }
 CALC_FIX = {"calc/__init__.py": CALC["calc/__init__.py"].replace("return a - b\n\n\ndef sub", "return a + b\n\n\ndef sub")}
@@ -72,6 +81,86 @@ FAKE_RUNNER = f"import os\nos.write(1, b'{FORGED}')\nos._exit(0)\n"
 SITE_ADDOPTS = "import os\nos.environ['PYTEST_ADDOPTS'] = '-p forge_plugin'\n"
 SITE_PLUGINS = "import os\nos.environ['PYTEST_PLUGINS'] = 'forge_plugin'\n"
 FIND_CONFIG = "import gc\n\n\ndef _config():\n    import _pytest.config\n    return next(o for o in gc.get_objects() if isinstance(o, _pytest.config.Config))\n"
+
+@dataclasses.dataclass(frozen=True)
+class RewriteTarget:
+    """The FAIL_TO_PASS test the run-time rewrites aim at: its file (name ending), its function,
+    a statement of it (``old``) and what makes it pass (``new``); for the trace function, the text
+    of the line it acts on and what it does there (lines run in the trace function, ``frame`` the
+    test's frame)."""
+
+    file: str
+    name: str
+    old: str
+    new: str
+    trigger: str
+    action: tuple[str, ...]
+
+
+CALC_TARGET = RewriteTarget("test_calc.py", "test_add", "assert total == 5", "assert total == total", "assert total == 5",
+                            ("frame.f_locals['total'] = 5",))
+
+
+def runtime_rewrites(t: RewriteTarget) -> dict[str, str]:
+    """The run-time rewrite attacks (issue 35), as code the package under test runs at import: the
+    test's module, once imported, and its code compiled again from its own file, under its own file
+    name, with the statement made to pass, put in by each route."""
+    find = (f"import sys\n\n\ndef _test_fn():\n    for _m in list(sys.modules.values()):\n"
+            f"        if str(getattr(_m, '__file__', '')).endswith({t.file!r}) and hasattr(_m, {t.name!r}):\n"
+            f"            return _m, _m.{t.name}\n    return None, None\n\n\n"
+            f"def _passing_code(_m):\n    _ns = {{}}\n    _src = open(_m.__file__).read().replace({t.old!r}, {t.new!r})\n"
+            f"    exec(compile(_src, _m.__file__, 'exec'), _ns)\n    return _ns[{t.name!r}].__code__\n")
+    swap_once = find + ("_done = []\n\n\ndef _swap():\n    _m, _f = _test_fn()\n    if _f is not None and not _done:\n"
+                        "        _done.append(_f)\n        _f.__code__ = _passing_code(_m)\n    return bool(_done)\n")
+    poke = find + ("import ctypes\n_keep = []\n\n\ndef _poke():  # the code pointer overwritten in memory, no attribute set\n"
+                   "    _m, _f = _test_fn()\n    if _f is None:\n        return False\n    _code = _passing_code(_m)\n"
+                   "    _keep.append(_code)\n    for _i in range(2, 16):\n"
+                   "        _slot = ctypes.c_void_p.from_address(id(_f) + 8 * _i)\n"
+                   "        if _slot.value == id(_f.__code__):\n            ctypes.pythonapi.Py_IncRef(ctypes.py_object(_code))\n"
+                   "            _slot.value = id(_code)\n            return True\n    return False\n")
+    in_thread = ("import threading, time\n\n\ndef _loop():\n    for _ in range(20000):\n        if {call}():\n"
+                 "            return\n        time.sleep(0.001)\n\n\nthreading.Thread(target=_loop, daemon=True).start()\n")
+    action = "".join(f"            {line}\n" for line in t.action)
+    return {
+        # another thread swaps the test's __code__ once its module is imported
+        "rewrite-thread-code-swap": swap_once + in_thread.format(call="_swap"),
+        # a trace function acts on the test's frame when it reaches the statement (its locals, its line)
+        "rewrite-trace-frame": (f"import linecache\nimport sys\n\n\ndef _tracer(frame, event, arg):\n"
+                                f"    if frame.f_code.co_name != {t.name!r}:\n        return None\n\n"
+                                f"    def _local(frame, event, arg):\n"
+                                f"        if event == 'line' and {t.trigger!r} in linecache.getline(frame.f_code.co_filename, frame.f_lineno):\n"
+                                f"{action}        return _local\n    return _local\n\n\nsys.settrace(_tracer)\n"),
+        # a profile function swaps the code in when pytest starts the call and puts it back when it returns
+        "rewrite-profile-swap-and-restore": find + ("_saved = []\n\n\ndef _profile(frame, event, arg):\n"
+                                                    "    if frame.f_code.co_name != 'pytest_pyfunc_call':\n        return\n"
+                                                    "    _m, _f = _test_fn()\n    if _f is None:\n        return\n"
+                                                    "    if event == 'call':\n        _saved.append(_f.__code__)\n"
+                                                    "        _f.__code__ = _passing_code(_m)\n"
+                                                    "    elif event == 'return' and _saved:\n        _f.__code__ = _saved.pop()\n\n\n"
+                                                    "sys.setprofile(_profile)\n"),
+        # an import hook ahead of pytest's compiles the test module from its file with the statement made to pass
+        "rewrite-import-hook": ("import importlib.abc\nimport importlib.machinery\nimport sys\n\n\n"
+                                "class _Hook(importlib.abc.MetaPathFinder, importlib.abc.Loader):\n"
+                                "    def find_spec(self, name, path, target=None):\n"
+                                f"        if name.rsplit('.', 1)[-1] + '.py' != {t.file!r}:\n            return None\n"
+                                "        spec = importlib.machinery.PathFinder.find_spec(name, path)\n"
+                                "        if spec is not None:\n            spec.loader = self\n        return spec\n\n"
+                                "    def create_module(self, spec):\n        return None\n\n"
+                                "    def exec_module(self, module):\n        origin = module.__spec__.origin\n"
+                                f"        src = open(origin).read().replace({t.old!r}, {t.new!r})\n"
+                                "        exec(compile(src, origin, 'exec'), module.__dict__)\n\n\n"
+                                "sys.meta_path.insert(0, _Hook())\n"),
+        # a finalizer of an object in a reference cycle, run by the garbage collector (made to run
+        # often enough to come between the import and the call), re-arming itself
+        "rewrite-finalizer": swap_once + ("import gc\n\ngc.set_threshold(10)\n\n\nclass _Again:\n"
+                                          "    def __init__(self):\n        self.me = self\n\n"
+                                          "    def __del__(self):\n        if not _swap():\n            _Again()\n\n\n_Again()\n"),
+        # a gc callback, run on every collection
+        "rewrite-gc-callback": swap_once + "import gc\n\ngc.set_threshold(10)\ngc.callbacks.append(lambda phase, info: _swap())\n",
+        # ctypes: the function's code pointer written in memory from another thread
+        "rewrite-ctypes-code-pointer": poke + in_thread.format(call="_poke"),
+    }
+
 
 CONFIG_FILES = {  # every name pytest reads its configuration from, each loading the forging plugin
     "pytest.toml": '[pytest]\naddopts = ["-p", "forge_plugin"]\n',
@@ -206,6 +295,8 @@ def _attacks() -> list[Attack]:
         Attack("monkeypatch-code-object", {"calc/__init__.py": _with_add("    pass", (
             "import _pytest.python\n_pytest.python.Function.runtest.__code__ = (lambda self: None).__code__\n"))}, "tampered"),
     ]
+    for name, prelude in runtime_rewrites(CALC_TARGET).items():  # 13. the test rewritten while pytest runs (issue 35)
+        out.append(Attack(name, {"calc/__init__.py": _with_add("    pass", prelude)}, "tampered"))
     for name, text in CONFIG_FILES.items():  # 12. runner configuration beside the tests and at the top
         for where in ("tests/", ""):
             out.append(Attack(f"config-{where.strip('/') or 'root'}-{name}", {where + name: text, **forge}, "unresolved"))
@@ -274,11 +365,26 @@ def calc_task(root: Path) -> RepoTask:
                     test_files=("tests/test_calc.py",), env=ENV)
 
 
-@pytest.fixture(scope="module")
-def redteam(tmp_path_factory):
-    """Every attack (and the gold patch of both tasks) graded once, three sandboxes at a time."""
+def runner_env(python: str, requirement: str) -> EnvSpec:
+    """The task environment with this pytest, on Python ``python`` ("": the sandbox's); skips
+    where this checkout's environments have no Python versions or this machine lacks it."""
+    if not python:
+        return EnvSpec(requirements=(requirement,))
+    try:
+        from coderl.swe.interpreters import find_python
+
+        find_python(python)
+        return EnvSpec(requirements=(requirement,), python=python)  # type: ignore[call-arg]
+    except (ImportError, TypeError, EnvBuildError) as exc:
+        pytest.skip(f"no Python {python} environment for {requirement}: {exc}")
+
+
+@pytest.fixture(scope="module", params=[*RUNNERS, *(pytest.param(n, marks=pytest.mark.slow) for n in SLOW_RUNNERS)])
+def redteam(request, tmp_path_factory):
+    """Every attack (and the gold patch of both tasks) graded once per pytest version, three
+    sandboxes at a time."""
     root = tmp_path_factory.mktemp("redteam")
-    task = calc_task(root)
+    task = dataclasses.replace(calc_task(root), env=runner_env(*{**RUNNERS, **SLOW_RUNNERS}[request.param]))
     snapshot = RepoStore(root / "repos", root / "cache").snapshot(task.repo, task.base_commit)
     test_patch = make_diff(snapshot, root / "scratch", Attack("test patch", {"tests/test_extra.py": (
         "from calc import add\n\n\ndef test_add_more():\n    assert add(10, 5) == 15\n")}, ""))

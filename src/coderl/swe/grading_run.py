@@ -85,13 +85,13 @@ def locate_config(env: Path, snapshot: Path, files: tuple[str, ...]) -> tuple[st
 
 @lru_cache(maxsize=256)
 def compiled_launcher(env: Path) -> Path:
-    """The launcher to run in ``env``: ``launcher.pyc`` beside a ``reporter.pyc``, compiled once by
+    """The launcher to run in ``env``: ``launcher.pyc`` beside ``reporter.pyc`` and ``rewrites.pyc``, compiled once by
     the environment's own interpreter into ``<env>/coderl-grading/<hash of the sources>/``, so a
     run does not compile them again (4 ms of CPU a run: the launcher is run as a script and the
     reporter's directory is read-only in the sandbox, so no byte code of theirs was ever cached).
     The directory is the environment's, which every sandbox binds read-only: the code under test
     can no more replace these files than the sources. Where it cannot be written: the source."""
-    sources = [INSIDE_DIR / "launcher.py", INSIDE_DIR / "reporter.py"]
+    sources = [INSIDE_DIR / "launcher.py", INSIDE_DIR / "reporter.py", INSIDE_DIR / "rewrites.py"]
     digest = hashlib.sha256(b"".join(p.read_bytes() for p in sources)).hexdigest()[:16]
     target = env / _COMPILED_DIR / digest
     built = built_once(target, lambda tmp: [str(env / "bin" / "python"), "-I", "-S", "-c", _COMPILE,

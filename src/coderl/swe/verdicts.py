@@ -15,7 +15,10 @@ a record whose HMAC or sequence is wrong; a report that disagrees with what the 
 test module, conftest, plugin, runner-named module or the file a test function's code comes from
 whose bytes are not the base commit's (or,
 for the test files, what they were before the run); a function of pytest, pluggy or the reporter
-or a hook implementation replaced during the run; an exit status that disagrees with pytest's
+or a hook implementation replaced during the run; a ``rewrite`` record (a wanted test's code is
+not what its pristine file compiles to, what it closes over changed, a test function's code set,
+a trace or profile hook or ctypes' raw memory access from the code under test:
+``pytest_inside/rewrites.py``); an exit status that disagrees with pytest's
 own or with the failures reported (a nonzero exit with no failure, exit 0 with one); exit 0
 before pytest finished; fewer tests set up than were collected.
 """
@@ -162,6 +165,7 @@ def _consistency(kinds: dict) -> list[str]:
             found.append(f"{r['id']}: reported passed, but its call raised ({raised[r['id']]})")
         elif r["outcome"] == "skipped" and raised[r["id"]] is None:
             found.append(f"{r['id']}: reported skipped, but its call raised nothing")
+    found += [f"rewritten at run time: {r.get('what')}" for r in kinds["rewrite"][:10]]
     for r in [*kinds["finish"], *kinds["exit"]]:
         if r.get("replaced"):
             found.append(f"replaced during the run: {', '.join(r['replaced'][:5])}")

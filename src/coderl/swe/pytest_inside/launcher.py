@@ -46,7 +46,7 @@ import time
 REPO = "/repo"
 RUNNER_NAMES = frozenset({"pytest", "_pytest", "pluggy", "py", "iniconfig", "packaging", "pygments",
                           "sitecustomize", "usercustomize"})
-WATCHED_PREFIXES = ("pytest", "_pytest", "pluggy", "coderl_grading_reporter")
+WATCHED_PREFIXES = ("pytest", "_pytest", "pluggy", "coderl_grading_reporter", "coderl_grading_rewrites")
 DRAIN_AFTER_EXIT_S = 0.2
 EXIT_NO_RUNNER = 71  # the environment has no usable pytest: the task's fault, never the agent's
 EXIT_LAUNCHER = 70  # the launcher itself failed (before the run starts: ours; after: the run's)
@@ -159,7 +159,7 @@ def run_child(spec: dict, rec_w: int) -> None:
         except ImportError as exc:
             sys.stderr.write(f"launcher: the task's environment has no pytest: {exc}\n")
             _exit(EXIT_NO_RUNNER)
-        reporter = _load_reporter()
+        rewrites, reporter = _load("rewrites"), _load("reporter")
         plugins = _env_plugins(spec["site_packages"])
         _import_runner_modules()
         trusted = (sys.base_prefix, sys.prefix, spec["site_packages"], os.path.dirname(os.path.abspath(__file__)))
@@ -174,9 +174,12 @@ def run_child(spec: dict, rec_w: int) -> None:
         sys.pycache_prefix = tempfile.mkdtemp(prefix="pycache-", dir="/tmp")
         sys.path.extend(repo_paths)
         os.chdir(REPO)
+        pristine = _pristine(rewrites, spec["protected"])
         plugin = reporter.Reporter(send, wanted=frozenset(spec["wanted"]), repo=REPO, trusted=trusted,
-                                   blob=blob_sha, watched=_watched_modules(), runner_names=RUNNER_NAMES)
+                                   blob=blob_sha, watched=_watched_modules(), runner_names=RUNNER_NAMES,
+                                   rewrites=rewrites, pristine=pristine, tests=frozenset(spec["protected"]))
         fixed = {name: getattr(plugin, name) for name in reporter.FIXED_ATTRIBUTES}
+        sys.addaudithook(plugin.watch)  # for the rest of the process: no code can remove it
         ret = int(pytest.main([*spec["args"], *(a for p in plugins for a in ("-p", p))], plugins=[plugin]))
         send("exit", ret=ret, replaced=plugin.replaced(fixed))  # our own send, not the plugin's
         sys.stdout.flush()
@@ -219,13 +222,28 @@ def sender(fd: int, key: bytes):  # type: ignore[no-untyped-def]
     return send
 
 
-def _load_reporter():  # type: ignore[no-untyped-def]
-    """The reporter beside this file: ``reporter.pyc`` when this is the compiled launcher
-    (``grading_run.compiled_launcher``: both compiled on the host, so neither is compiled again
-    on every run), else ``reporter.py``."""
+def _pristine(rewrites, protected: list[str]):  # type: ignore[no-untyped-def]
+    """The protected Python files compiled as pytest's assertion rewriting compiles a test module,
+    now, before any code of the repository runs (``rewrites.Pristine``)."""
+    import ast
+
+    from _pytest.assertion.rewrite import rewrite_asserts
+
+    pristine = rewrites.Pristine(rewrite_asserts, ast.parse, compile)
+    for rel in protected:
+        if rel.endswith(".py"):
+            pristine.add(os.path.join(REPO, rel))
+    return pristine
+
+
+def _load(module: str):  # type: ignore[no-untyped-def]
+    """A module beside this file (``reporter``, ``rewrites``), by path, as
+    ``coderl_grading_<module>``: the ``.pyc`` when this is the compiled launcher
+    (``grading_run.compiled_launcher``: all compiled on the host, so none is compiled again on
+    every run), else the source."""
     here = os.path.dirname(os.path.abspath(__file__))
-    name = "reporter.pyc" if __file__.endswith(".pyc") else "reporter.py"
-    spec = importlib.util.spec_from_file_location("coderl_grading_reporter", os.path.join(here, name))
+    name = f"{module}.pyc" if __file__.endswith(".pyc") else f"{module}.py"
+    spec = importlib.util.spec_from_file_location(f"coderl_grading_{module}", os.path.join(here, name))
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module

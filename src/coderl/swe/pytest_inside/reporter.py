@@ -38,7 +38,8 @@ import pytest
 
 MAX_OTHER_FAILURES = 50
 # what a Reporter holds from start to end (the rest is counts and state it rebinds as it goes)
-FIXED_ATTRIBUTES = ("_send", "_wanted", "_repo", "_in_repo", "_trusted", "_blob", "_watched", "_runner_names", "_functions", "_ids")
+FIXED_ATTRIBUTES = ("_send", "_wanted", "_repo", "_in_repo", "_trusted", "_blob", "_watched", "_runner_names", "_functions",
+                    "_ids", "_pristine", "_rewrites", "_is_trusted", "_is_repo", "_tests", "_closes", "watch")
 
 
 def real_prefixes(prefixes: tuple[str, ...]) -> tuple[str, ...]:
@@ -69,10 +70,18 @@ def resolved(path: str, dirs: dict[str, str]) -> str:
 
 class Reporter:
     def __init__(self, send, *, wanted: frozenset, repo: str, trusted: tuple, blob, watched: dict,  # type: ignore[no-untyped-def]
-                 runner_names: frozenset) -> None:
+                 runner_names: frozenset, rewrites, pristine, tests: frozenset) -> None:
         self._send, self._wanted, self._repo, self._blob = send, wanted, repo, blob
         self._trusted, self._in_repo = real_prefixes(trusted), real_prefixes((repo,))
         self._watched, self._runner_names = watched, runner_names
+        # run-time rewrites of the tests (pytest_inside/rewrites.py): the protected files compiled
+        # by the launcher, the test modules' paths (added as pytest collects them), what each
+        # wanted test closes over at the end of collection, and the audit hook
+        self._rewrites, self._pristine = rewrites, pristine
+        self._is_trusted, self._is_repo = rewrites.realpath_cache(self._trusted), rewrites.realpath_cache(self._in_repo)
+        self._tests: set[str] = {os.path.realpath(os.path.join(repo, rel)) for rel in tests}
+        self._closes: dict[str, list] = {}
+        self.watch = rewrites.Watch(send, self._is_trusted, self._is_test, self._rel)
         self._functions = _functions(watched)  # before any code of the repository has run
         self._hooks: dict = {}
         self._ids: dict[str, str] = {}
@@ -91,7 +100,9 @@ class Reporter:
     @pytest.hookimpl(tryfirst=True)
     def pytest_collectstart(self, collector) -> None:  # type: ignore[no-untyped-def]
         if isinstance(collector, pytest.Module):
-            self._send("module", **self._file(str(getattr(collector, "path", None) or collector.fspath)))
+            path = str(getattr(collector, "path", None) or collector.fspath)
+            self._tests.add(os.path.realpath(path))
+            self._send("module", **self._file(path))
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collectreport(self, report) -> None:  # type: ignore[no-untyped-def]
@@ -107,15 +118,19 @@ class Reporter:
                 self._ids[item.nodeid] = wanted
                 self._send("item", id=wanted, xfail=any(True for _ in item.iter_markers("xfail")),
                            origin=self._origin(item))
+                self._closes[item.nodeid] = [self._rewrites.closes_over(f) for f in _chain(item)]
         self._send("collected", n=len(session.items))
         self._hooks = _hook_impls(session.config.pluginmanager)
 
     # ------------------------------------------------------------------ outcomes
     @pytest.hookimpl(hookwrapper=True, tryfirst=True)
     def pytest_runtest_call(self, item):  # type: ignore[no-untyped-def]
-        outcome = yield
         wanted = self._ids.get(item.nodeid)
         if wanted is not None:
+            self._check_call(item, wanted, before=True)
+        outcome = yield
+        if wanted is not None:
+            self._check_call(item, wanted, before=False)
             exc = outcome.excinfo
             self._send("call", id=wanted, raised=None if exc is None else _kind(exc[1]))
 
@@ -146,6 +161,35 @@ class Reporter:
         return (mine + self._functions_replaced())[:50]
 
     # ------------------------------------------------------------------ helpers
+    def _check_call(self, item, wanted: str, *, before: bool) -> None:  # type: ignore[no-untyped-def]
+        """Right before (and after) a wanted test's call: the code of the function pytest calls,
+        and of each function it wraps from a file of the work tree, is what that file compiles to;
+        what they close over is what it was when collection ended; no trace or profile function
+        but the environment's is set."""
+        rw = self._rewrites
+        chain = _chain(item)
+        if before:
+            for func in chain:
+                code = func.__code__
+                if self._is_repo(code.co_filename) and not self._pristine.holds(code, item.config):
+                    self._send("rewrite", what=f"{wanted}: its code is not what {self._rel(code.co_filename)} compiles to")
+            if [rw.closes_over(f) for f in chain] != self._closes.get(item.nodeid):
+                self._send("rewrite", what=f"{wanted}: what it closes over changed after collection")
+        for hook in rw.hooks_now():
+            if not rw.trusted_hook(hook, self._is_trusted):
+                self._send("rewrite", what=f"{wanted}: a trace or profile function of the code under test is set "
+                                           f"{'before' if before else 'after'} its call")
+                break
+
+    def _is_test(self, path: str) -> bool:
+        """A test module, a protected file or a conftest of the work tree (each checked against
+        the base commit's bytes)."""
+        real = os.path.realpath(path)
+        return real in self._tests or (os.path.basename(real) == "conftest.py" and self._is_repo(real))
+
+    def _rel(self, path: str) -> str:
+        return os.path.relpath(path, self._repo) if self._is_repo(path) else path
+
     def _wanted_id(self, item) -> str | None:  # type: ignore[no-untyped-def]
         """The test's id as the task names it: the node id, or (when pytest's rootdir is not the
         repository's root) the path from the root joined to the rest of the node id."""
@@ -212,6 +256,20 @@ class Reporter:
                 if not _is_own(impl, name):
                     changed.append(f"hook {name} of {impl.plugin_name}")
         return changed[:50]
+
+
+def _chain(item) -> list:  # type: ignore[no-untyped-def]
+    """The test's function and every function its decorators wrap (``__wrapped__``), as plain
+    functions."""
+    out: list = []
+    func = getattr(item, "obj", None)
+    while func is not None and len(out) < 20:
+        func = getattr(func, "__func__", func)
+        if not hasattr(func, "__code__") or any(f is func for f in out):
+            break
+        out.append(func)
+        func = getattr(func, "__wrapped__", None)
+    return out
 
 
 def _kind(exc: BaseException) -> str:
