@@ -20,7 +20,8 @@ allenai/open-instruct#1887). Here such a sample contributes nothing:
   advantage 0. A group left with fewer than two scored samples gets advantage 0 everywhere: verl's
   GRPO would give a lone sample its raw score as advantage, a gradient from no comparison at all;
 - it is counted: the sampler's metrics join verl's step metrics (``coderl/sandbox_error_rate``:
-  flagged / samples of the step, ``coderl/sandbox_error_samples``, ``coderl/groups_below_two_scored``).
+  flagged / samples of the step, ``coderl/sandbox_error_samples``, ``coderl/groups_below_two_scored``;
+  ``coderl/mask_check_s``, the seconds this check took).
 
 Why these hooks: verl 0.9.1's v1 trainer hands an estimator only rewards, ``response_mask`` and the
 group ids (no reward extras, no metrics dict) and never writes a mask an estimator changes back to
@@ -40,6 +41,7 @@ rollout dump keeps neither masks nor advantages.
 from __future__ import annotations
 
 import os
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -108,7 +110,9 @@ class ScoredReplayBuffer(ReplayBuffer):
         if partition_id == "val" or not batch.keys:
             return batch, metrics
         _current_step = global_steps
+        started = time.perf_counter()
         metrics.update(mask_sandbox_errors(batch, global_steps))
+        metrics["coderl/mask_check_s"] = time.perf_counter() - started  # this hook's own cost per step
         return batch, metrics
 
 
