@@ -63,7 +63,7 @@ def real_task(root: Path, instance_id: str, pytest_pin: str) -> RepoTask:
     sha = git("rev-parse", f"{instance_id}^{{commit}}", cwd=mirror).strip()
     task = RepoTask.from_row({**row, "base_commit": sha})
     return dataclasses.replace(task, pass_to_pass=runnable(list(task.pass_to_pass)),
-                               env=EnvSpec(requirements=(pytest_pin, *PINS[instance_id]), pythonpath=("src",)))
+                               env=EnvSpec(requirements=(pytest_pin, *PINS.get(instance_id, ())), pythonpath=("src",)))
 
 
 @pytest.mark.parametrize(("instance_id", "pytest_pin"), CASES)
@@ -143,3 +143,16 @@ def test_red_team_on_flask_resolves_nothing(tmp_path):
     for a in attacks:
         if a.id.startswith("rewrite-"):
             assert table[a.id][0] == "tampered", (a.id, table[a.id])
+
+
+# ---------------------------------------------------------------------------- item 5: pytest's own rows
+def test_the_test_runners_own_rows_are_marked_not_gradable(tmp_path):
+    """pytest-dev/pytest's rows: sandbox_error (reward None, never a wrong answer), each with the
+    reason, decided from the base commit before any environment is built (docs/agent.md, "The
+    test runner's own repository")."""
+    rows = [r for r in json.loads((LITE / "rows.json").read_text()) if r["repo"] == "pytest-dev/pytest"]
+    assert len(rows) == 8
+    tasks = [real_task(tmp_path, r["instance_id"], "pytest") for r in rows]
+    for r in grade_all(tmp_path, [(t, t.gold_patch) for t in tasks]):
+        assert (r.status, r.reward) == ("sandbox_error", None), r
+        assert r.message.startswith("not gradable: the repository is the test runner itself (src/_pytest/"), r.message

@@ -23,7 +23,8 @@ makes them: a forged record, a report that disagrees with the call, a changed te
 conftest or plugin, a replaced pytest function, an exit status that disagrees with the failures;
 reward 0, ``findings`` say what), ``apply_failed`` (the agent's diff does not apply or cannot be
 read; reward 0) and ``sandbox_error`` (no repository, no environment or no pytest in it, the
-sandbox failed, the task's own test patch does not apply; reward None: retry or drop the sample,
+sandbox failed, the task's own test patch does not apply, the repository is the test runner itself
+(``grading_run.runner_repository``: pytest's own rows); reward None: retry or drop the sample,
 never score it). docs/agent.md lists the attacks and what answers each.
 """
 
@@ -41,7 +42,7 @@ from coderl.errors import SandboxError
 from coderl.sandbox.session import Session, SessionHost, SessionLimits
 from coderl.swe.environment import EnvBuildError, build_env
 from coderl.swe.grade_status import GradeStatus
-from coderl.swe.grading_run import INSIDE_DIR, base_tree, launch, locate_config, test_files
+from coderl.swe.grading_run import INSIDE_DIR, base_tree, launch, locate_config, runner_repository, test_files
 from coderl.swe.patch import MalformedDiff, without_files
 from coderl.swe.store import RepoStore, RepoUnavailable
 from coderl.swe.task import InvalidTask, RepoTask
@@ -117,9 +118,13 @@ class RepoGrader:
         except MalformedDiff as exc:
             return outcome(GradeStatus.APPLY_FAILED, f"unreadable diff: {exc}")
         try:
+            snapshot = await asyncio.to_thread(self.store.snapshot, task.repo, task.base_commit)
+            base = await asyncio.to_thread(base_tree, snapshot)
+            ungradable = runner_repository(base)
+            if ungradable:
+                return outcome(GradeStatus.SANDBOX_ERROR, ungradable, tests_touched=touched)
             snapshot, env = await self.prepare(task)
             rootdir, inifile = await asyncio.to_thread(locate_config, env, snapshot, tuple(test_files(task)))
-            base = await asyncio.to_thread(base_tree, snapshot)
             command, spec = launch(task, env, rootdir, inifile)
         except (RepoUnavailable, EnvBuildError, InvalidTask) as exc:
             return outcome(GradeStatus.SANDBOX_ERROR, str(exc), tests_touched=touched)

@@ -111,6 +111,27 @@ def base_tree(snapshot: Path) -> dict[str, str]:
     return out
 
 
+RUNNER_PACKAGES = ("_pytest", "pytest", "pluggy")  # what the launcher imports to run and report the tests
+
+
+def runner_repository(base: dict[str, str]) -> str | None:
+    """Why a repository cannot be graded by our reporter, when its base commit is the test runner
+    itself (``pytest-dev/pytest``, ``pytest-dev/pluggy``: a package the launcher imports to run the
+    tests, at the top of the tree or under ``src/``), else None. Its tests import the work tree's
+    ``_pytest`` and run under the pytest they test (its ``pytester`` runs it in process): the
+    runner that makes the verdicts would be code the diff writes, so every record could be
+    forged; and the environment's pristine pytest as the runner would shadow the work tree's, so
+    the fix would never run (a right fix graded wrong). Decided from the base commit alone, so a
+    diff that adds such a package makes no repository ungradable (it is a runner shadow, checked as
+    one)."""
+    for package in RUNNER_PACKAGES:
+        for top in ("", "src/"):
+            if f"{top}{package}/__init__.py" in base:
+                return (f"not gradable: the repository is the test runner itself ({top}{package}/ in the base commit): "
+                        "its tests run under the pytest they test, whose reports the diff would write")
+    return None
+
+
 def launch(task: RepoTask, env: Path, rootdir: str, inifile: str | None) -> tuple[str, dict]:
     """The launcher's command line and its spec (with a fresh nonce)."""
     root = os.path.normpath(os.path.join(REPO, rootdir))
