@@ -176,7 +176,7 @@ CONFIG_FILES = {  # every name pytest reads its configuration from, each loading
 @dataclasses.dataclass(frozen=True)
 class Attack:
     id: str
-    writes: dict  # path -> new text (None: delete)
+    writes: dict  # path -> new text or bytes (None: delete)
     expected: str  # the status the grader must give
     links: tuple = ()  # (path, symlink target)
     renames: tuple = ()  # (old, new)
@@ -336,7 +336,7 @@ def make_diff(snapshot: Path, scratch: Path, attack: Attack) -> str:
             target.unlink()
         else:
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text)
+            target.write_bytes(text) if isinstance(text, bytes) else target.write_text(text)
     for old, new in attack.renames:
         (work / old).rename(work / new)
     for path, dest in attack.links:
@@ -569,3 +569,51 @@ def test_an_environment_without_pytest_is_the_tasks_fault(tmp_path):
     task = dataclasses.replace(calc_task(tmp_path), env=EnvSpec(requirements=()))
     (r,) = grade_all(tmp_path, [(task, task.gold_patch)])
     assert (r.status, r.reward) == ("sandbox_error", None) and "pytest" in r.message, r
+
+
+# a C extension that sets a function's code by writing its struct (no attribute set, no ctypes: no
+# audit event), and the package swapping the test's code through it from a thread
+NATIVE_C = """#include <Python.h>
+static PyObject *swap(PyObject *self, PyObject *args) {
+    PyObject *func, *code;
+    if (!PyArg_ParseTuple(args, "OO", &func, &code)) return NULL;
+    Py_INCREF(code);
+    ((PyFunctionObject *)func)->func_code = code;
+    Py_RETURN_NONE;
+}
+static PyMethodDef methods[] = {{"swap", swap, METH_VARARGS, NULL}, {NULL, NULL, 0, NULL}};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_native", NULL, -1, methods};
+PyMODINIT_FUNC PyInit__native(void) { return PyModule_Create(&module); }
+"""
+
+
+def test_native_code_from_the_work_tree_is_a_finding(tmp_path):
+    """The diff adds a compiled extension (built here for the sandbox's Python) and the package
+    swaps the test's code through it: tampered (the code at the call is not the pristine one, and
+    the extension is not the base commit's)."""
+    import shutil
+    import sysconfig
+
+    from coderl.sandbox.pythonenv import sandbox_python
+
+    if shutil.which("gcc") is None:
+        pytest.skip("no C compiler here")
+    probe = "import sysconfig; print(sysconfig.get_paths()['include']); print(sysconfig.get_config_var('EXT_SUFFIX'))"
+    include, suffix = subprocess.run([sandbox_python(), "-c", probe], capture_output=True, text=True,
+                                     check=True).stdout.split()
+    (tmp_path / "native.c").write_text(NATIVE_C)
+    built = tmp_path / f"_native{suffix}"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-O1", f"-I{include}", "-o", str(built), str(tmp_path / "native.c")],
+                   check=True, capture_output=True)
+    assert sysconfig.get_config_var("EXT_SUFFIX")
+    target = dataclasses.replace(CALC_TARGET)
+    thread = runtime_rewrites(target)["rewrite-thread-code-swap"].replace(
+        "        _f.__code__ = _passing_code(_m)\n", "        from calc import _native\n        _native.swap(_f, _passing_code(_m))\n")
+    task = calc_task(tmp_path)
+    snapshot = RepoStore(tmp_path / "repos", tmp_path / "cache").snapshot(task.repo, task.base_commit)
+    attack = Attack("native", {"calc/__init__.py": _with_add("    pass", thread), f"calc/_native{suffix}": built.read_bytes()},
+                    "tampered")
+    (r,) = grade_all(tmp_path, [(task, make_diff(snapshot, tmp_path / "scratch", attack))])
+    assert (r.status, r.reward) == ("tampered", 0.0), (r.status, r.message, r.log_tail[-1500:])
+    assert any("native extension module" in f for f in r.findings), r.findings
+    assert any("its code is not what tests/test_calc.py compiles to" in f for f in r.findings), r.findings

@@ -183,6 +183,7 @@ def _files(kinds: dict, protected: dict, base: dict[str, str]) -> list[str]:
         checked += [("file shadowing the runner", s) for s in r.get("shadows", [])]
     for r in kinds["finish"]:
         checked += [("module shadowing the standard library or the runner", s) for s in r.get("shadowed", [])]
+        checked += [("native extension module", s) for s in r.get("native", [])]
     for what, r in checked:
         path = r.get("path")
         if path is None:

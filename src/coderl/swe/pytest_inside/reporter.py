@@ -149,7 +149,8 @@ class Reporter:
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session, exitstatus) -> None:  # type: ignore[no-untyped-def]
         self._send("finish", exitstatus=int(exitstatus), failures=self._failures, setups=self._setups,
-                   collected=session.testscollected, shadowed=self._shadowed(), replaced=self._hooks_replaced())
+                   collected=session.testscollected, shadowed=self._shadowed(), native=self._native(),
+                   replaced=self._hooks_replaced())
 
     def replaced(self, fixed: dict) -> list[str]:
         """Called by the launcher once ``pytest.main`` returned (every fixture is torn down and
@@ -234,6 +235,17 @@ class Reporter:
             if name.split(".")[0] in names and source and under(source, self._in_repo, dirs):
                 found.append(self._file(source))
         return found
+
+    def _native(self) -> list[dict]:
+        """Extension modules (native code, which no check in the interpreter sees) imported from
+        the work tree, for the host to compare with the base commit's files."""
+        import importlib.machinery
+
+        suffixes = tuple(importlib.machinery.EXTENSION_SUFFIXES)
+        dirs: dict[str, str] = {}
+        return [self._file(source) for module in list(sys.modules.values())
+                if (source := getattr(module, "__file__", None)) and source.endswith(suffixes)
+                and under(source, self._in_repo, dirs)][:50]
 
     def _functions_replaced(self) -> list[str]:
         """Functions and classes of pytest, pluggy and this plugin that are not what they were
