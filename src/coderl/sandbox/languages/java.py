@@ -1,10 +1,8 @@
 from __future__ import annotations
 
-import os
 import re
 
 from coderl.sandbox.languages import jvm
-from coderl.sandbox.languages.base import Language
 
 _PUBLIC_CLASS = re.compile(r"^\s*public\s+(?:final\s+|abstract\s+)*class\s+([A-Za-z_$][\w$]*)", re.M)
 
@@ -55,12 +53,12 @@ public class Main {
 """
 
 
-class Java(Language):
+class Java(jvm.ArchivedCompiler):
     """The file is named after the public class (Main when there is none); the JVM gets a heap
     cap from the memory limit and a serial GC so it starts few threads. Assertions are on
     (``-ea``), as SandboxFusion runs Java: MultiPL-E's Java tests are ``assert`` statements.
     javac starts on a class-data archive of its own classes and with the client compiler only
-    (`jvm.compiler_archive`; 0.87 -> 0.38 CPU s for a small program on this VM)."""
+    (`jvm.ArchivedCompiler`; 0.87 -> 0.38 CPU s for a small program on this VM)."""
 
     name = "java"
     source_name = "Main.java"
@@ -69,6 +67,9 @@ class Java(Language):
     run_argv = ("/usr/bin/java", "-ea", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss64m",
                 "-Xmx{memory_mb}m", "-XX:-UsePerfData", "-Xshare:auto", "-cp", CLASSPATH, "{main}")
     artifacts = ("classes",)
+    compiler_jars = ()
+    compiler_sample = _SAMPLE
+    compiler_option_prefix = "-J"
     version_argv = ("java", "-version")
     memory_error_markers = ("java.lang.OutOfMemoryError",)
     memory_overhead_mb = 192
@@ -78,16 +79,3 @@ class Java(Language):
     def source_for(cls, source: str) -> tuple[str, str]:
         match = _PUBLIC_CLASS.search(source)
         return (f"{match.group(1)}.java" if match else cls.source_name), source
-
-    @classmethod
-    def compiler_archive(cls) -> str | None:
-        return jvm.compiler_archive("javac", cls.compile_argv, cls.source_name, (), _SAMPLE, option_prefix="-J")
-
-    @classmethod
-    def extra_binds(cls) -> tuple[str, ...]:
-        archive = cls.compiler_archive()
-        return (os.path.dirname(archive),) if archive else ()
-
-    @classmethod
-    def recipe(cls, source_name: str, memory_mb: int) -> dict:
-        return jvm.use_archive(super().recipe(source_name, memory_mb), cls.compiler_archive(), option_prefix="-J")

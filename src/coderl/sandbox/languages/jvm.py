@@ -1,12 +1,15 @@
-"""What the JVM languages besides Java share: the runtime flags and where Debian puts the jars."""
+"""What the JVM languages share: the runtime flags, where Debian puts the jars, and the compiler's
+start on a class-data archive of its own classes."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import zipfile
+from typing import ClassVar
 
 from coderl.sandbox.languages import prebuilt
+from coderl.sandbox.languages.base import Language
 
 #: a serial GC (few threads), client JIT only (fast start), the program's heap cap, no perf file
 RUN_FLAGS = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss64m", "-Xmx{memory_mb}m", "-XX:-UsePerfData",
@@ -34,19 +37,35 @@ def present(*paths: str) -> bool:
     return shutil.which(JAVA) is not None and all(os.path.exists(p) for p in paths)
 
 
-def compiler_archive(kind: str, compile_argv: tuple[str, ...], source_name: str, jars: tuple[str, ...],
-                     sample: str, *, option_prefix: str = "") -> str | None:
-    """The class-data archive of a JVM compiler (`prebuilt.jvm_archive`), made by compiling
-    ``sample`` with ``compile_argv`` itself (the same JVM flags and classpath the archive must be used
-    with; ``option_prefix`` is javac's ``-J``); None where it cannot be built here."""
-    argv = (compile_argv[0], f"{option_prefix}-XX:ArchiveClassesAtExit={{archive}}",
-            *(a.replace("{src}", "{src_name}") for a in compile_argv[1:]))
-    directory = prebuilt.jvm_archive(kind, jars, argv, source_name, sample)
-    return os.path.join(directory, "classes.jsa") if directory else None
 
+class ArchivedCompiler(Language):
+    """A language whose compiler is a JVM program, started on a class-data archive of its own
+    classes (`prebuilt.jvm_archive`), made by compiling ``compiler_sample`` with the language's own
+    compile command (the same JVM flags and classpath the archive must be used with)."""
 
-def use_archive(recipe: dict, archive: str | None, *, option_prefix: str = "") -> dict:
-    """The recipe with its compiler's JVM started on ``archive`` (unchanged without one)."""
-    if archive:
-        recipe["compile"].insert(1, f"{option_prefix}-XX:SharedArchiveFile={archive}")
-    return recipe
+    compiler_jars: ClassVar[tuple[str, ...]] = ()  # the compiler's classpath: the archive is checked against them
+    compiler_sample: ClassVar[str]
+    compiler_option_prefix: ClassVar[str] = ""  # javac's -J: its JVM's options
+
+    @classmethod
+    def compiler_archive(cls) -> str | None:
+        """The archive (built on first use), None where it cannot be built here."""
+        prefix = cls.compiler_option_prefix
+        assert cls.compile_argv is not None
+        argv = (cls.compile_argv[0], f"{prefix}-XX:ArchiveClassesAtExit={{archive}}",
+                *(a.replace("{src}", "{src_name}") for a in cls.compile_argv[1:]))
+        directory = prebuilt.jvm_archive(cls.name, cls.compiler_jars, argv, cls.source_name, cls.compiler_sample)
+        return os.path.join(directory, "classes.jsa") if directory else None
+
+    @classmethod
+    def extra_binds(cls) -> tuple[str, ...]:
+        archive = cls.compiler_archive()
+        return (os.path.dirname(archive),) if archive else ()
+
+    @classmethod
+    def recipe(cls, source_name: str, memory_mb: int) -> dict:
+        recipe = super().recipe(source_name, memory_mb)
+        archive = cls.compiler_archive()
+        if archive:
+            recipe["compile"].insert(1, f"{cls.compiler_option_prefix}-XX:SharedArchiveFile={archive}")
+        return recipe

@@ -1,10 +1,8 @@
 from __future__ import annotations
 
-import os
 import re
 
 from coderl.sandbox.languages import jvm
-from coderl.sandbox.languages.base import Language
 
 _HOME = "/usr/share/kotlin/kotlinc"
 # named one by one: Debian's jars are links into /usr/share/java, where the compiler jar's manifest
@@ -14,7 +12,7 @@ _COMPILER_JARS = ("kotlin-compiler", "kotlin-stdlib", "kotlin-script-runtime", "
 
 
 _JARS = tuple(f"{_HOME}/lib/{jar}.jar" for jar in _COMPILER_JARS)
-#: what kotlinc compiles once to make its class-data archive (`jvm.compiler_archive`)
+#: what kotlinc compiles once to make its class-data archive (`jvm.ArchivedCompiler`)
 _SAMPLE = """import java.io.*
 import java.util.*
 
@@ -43,7 +41,7 @@ _TOP_LEVEL_MAIN = re.compile(r"^fun\s+main\s*\(", re.M)
 _HEADER_LINE = re.compile(r"^\s*(?:$|//|package\s|import\s|@file:)")
 
 
-class Kotlin(Language):
+class Kotlin(jvm.ArchivedCompiler):
     """Kotlin 1.3 (Debian 12's): the compiler runs as a plain JVM program (no launcher script) into
     one jar; a top-level ``fun main`` in main.kt is the class MainKt.
 
@@ -51,7 +49,7 @@ class Kotlin(Language):
     without a top-level ``main`` has its statements wrapped in one: its functions and classes become
     local ones, which Kotlin allows, and the wrapper opens on the first line after the imports, so
     the compiler's line numbers are the program's own. The compiler's JVM starts on a class-data
-    archive of its classes (`jvm.compiler_archive`)."""
+    archive of its classes (`jvm.ArchivedCompiler`)."""
 
     name = "kotlin"
     aliases = ("kt", "kotlin_script")
@@ -61,6 +59,8 @@ class Kotlin(Language):
                     "-d", "main.jar", "{src}")
     run_argv = (jvm.JAVA, *jvm.RUN_FLAGS, "-cp", f"main.jar:{_HOME}/lib/kotlin-stdlib.jar", "MainKt")
     artifacts = ("main.jar",)
+    compiler_jars = _JARS
+    compiler_sample = _SAMPLE
     version_argv = ("kotlinc", "-version")
     memory_error_markers = jvm.MEMORY_ERROR_MARKERS
     memory_overhead_mb = 192
@@ -83,16 +83,3 @@ class Kotlin(Language):
     def version(cls) -> str:
         jar = f"{_HOME}/lib/kotlin-compiler.jar"
         return "Kotlin " + jvm.jar_version(jar, "META-INF/MANIFEST.MF", "Implementation-Version")
-
-    @classmethod
-    def compiler_archive(cls) -> str | None:
-        return jvm.compiler_archive("kotlinc", cls.compile_argv, cls.source_name, _JARS, _SAMPLE)
-
-    @classmethod
-    def extra_binds(cls) -> tuple[str, ...]:
-        archive = cls.compiler_archive()
-        return (os.path.dirname(archive),) if archive else ()
-
-    @classmethod
-    def recipe(cls, source_name: str, memory_mb: int) -> dict:
-        return jvm.use_archive(super().recipe(source_name, memory_mb), cls.compiler_archive())

@@ -1,14 +1,12 @@
 from __future__ import annotations
 
-import os
 import re
 
 from coderl.sandbox.languages import jvm
-from coderl.sandbox.languages.base import Language
 
 _LIB = "/usr/share/scala/lib"
 _JARS = (f"{_LIB}/scala-compiler.jar", f"{_LIB}/scala-library.jar", f"{_LIB}/scala-reflect.jar")
-#: what scalac compiles once to make its class-data archive (`jvm.compiler_archive`)
+#: what scalac compiles once to make its class-data archive (`jvm.ArchivedCompiler`)
 _SAMPLE = """import scala.io.StdIn
 import scala.collection.mutable
 
@@ -37,10 +35,10 @@ object Main {
 _OBJECT = re.compile(r"^\s*object\s+([A-Za-z_][\w]*)", re.M)
 
 
-class Scala(Language):
+class Scala(jvm.ArchivedCompiler):
     """Scala 2.11 (Debian 12's): scalac runs as a plain JVM program (no launcher script); the file
     is named after the first top-level object, which is the one run (Main when there is none). The
-    compiler's JVM starts on a class-data archive of its classes (`jvm.compiler_archive`)."""
+    compiler's JVM starts on a class-data archive of its classes (`jvm.ArchivedCompiler`)."""
 
     name = "scala"
     source_name = "Main.scala"
@@ -48,6 +46,8 @@ class Scala(Language):
                     "scala.tools.nsc.Main", "-usejavacp", "-nobootcp", "-d", "main.jar", "{src}")
     run_argv = (jvm.JAVA, *jvm.RUN_FLAGS, "-cp", f"main.jar:{_LIB}/scala-library.jar", "{main}")
     artifacts = ("main.jar",)
+    compiler_jars = _JARS
+    compiler_sample = _SAMPLE
     version_argv = ("scala", "-version")
     memory_error_markers = jvm.MEMORY_ERROR_MARKERS
     memory_overhead_mb = 192
@@ -61,18 +61,6 @@ class Scala(Language):
     def version(cls) -> str:
         return "Scala " + jvm.jar_version(f"{_LIB}/scala-library.jar", "library.properties", "version.number")
 
-    @classmethod
-    def compiler_archive(cls) -> str | None:
-        return jvm.compiler_archive("scalac", cls.compile_argv, cls.source_name, _JARS, _SAMPLE)
-
-    @classmethod
-    def extra_binds(cls) -> tuple[str, ...]:
-        archive = cls.compiler_archive()
-        return (os.path.dirname(archive),) if archive else ()
-
-    @classmethod
-    def recipe(cls, source_name: str, memory_mb: int) -> dict:
-        return jvm.use_archive(super().recipe(source_name, memory_mb), cls.compiler_archive())
 
     @classmethod
     def source_for(cls, source: str) -> tuple[str, str]:
