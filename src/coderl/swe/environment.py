@@ -107,10 +107,14 @@ def _project_env(spec: EnvSpec, dest: Path, cache_dir: Path, find_links: Path | 
         for step in spec.pre_install:
             _run(["bash", "-c", step], f"run the pre-install step {step!r}", cwd=src, env=env)
         python = str(dest / "bin" / "python")
-        args = [uv_binary(), "pip", "install", "--python", python, "--no-progress"]
+        # byte code compiled as pip does (uv does not by default): the environment is read-only in a
+        # session, so without it every process there compiles every module it imports, and the
+        # compile-time warnings of old packages (invalid escapes) meet a project's `error` filters
+        args = [uv_binary(), "pip", "install", "--python", python, "--no-progress", "--compile-bytecode"]
         if spec.resolved_at:
             args += ["--exclude-newer", spec.resolved_at]
-            args += [a for name in exact_pins(spec.requirements) for a in ("--exclude-newer-package", f"{name}={_NO_LIMIT}")]
+            pins = exact_pins([*spec.requirements, *requirement_lines([src / f for f in spec.requirement_files])])
+            args += [a for name in pins for a in ("--exclude-newer-package", f"{name}={_NO_LIMIT}")]
             tools_at = max(spec.resolved_at, _BUILD_TOOLS_AT)
             args += [a for name in _BUILD_TOOLS for a in ("--exclude-newer-package", f"{name}={tools_at}")]
         if find_links:
@@ -145,9 +149,22 @@ def _source_tree(spec: EnvSpec, cache_dir: Path, src: Path) -> None:
         tf.extractall(src, filter="data")
 
 
-def exact_pins(requirements: tuple[str, ...]) -> list[str]:
+def exact_pins(requirements: list[str]) -> list[str]:
     """The names of the ``name==version`` pins: the date never limits them (they name the version)."""
     return [m.group(1) for r in requirements if (m := _EXACT_PIN.match(r))]
+
+
+def requirement_lines(files: list[Path]) -> list[str]:
+    """The requirements the files name, those of the files they include (``-r``) too, comments off."""
+    out = []
+    for path in files:
+        for line in path.read_text().splitlines() if path.is_file() else []:
+            line = line.split(" #", 1)[0].strip()
+            if line.startswith(("-r ", "--requirement ")):
+                out += requirement_lines([path.parent / line.split(None, 1)[1]])
+            elif line and not line.startswith(("#", "-")):
+                out.append(line)
+    return out
 
 
 def _point_at_repo(site: Path, src: Path) -> None:
