@@ -157,6 +157,17 @@ def _node_id(test: str, test_patch: str, snapshot: Path) -> str:
     return f"{found[0]}::{test}"
 
 
+# pytest's collection, each node id on a line of its own whatever the verbosity the project's
+# configuration sets (``-q`` prints ids, ``-qq`` counts per file, ``addopts = -v`` a tree)
+_COLLECT = """import sys, pytest
+class Ids:
+    def pytest_collection_finish(self, session):
+        for item in session.items:
+            sys.stdout.write("COLLECTED " + item.nodeid + "\\n")
+pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", *sys.argv[1:]], plugins=[Ids()])
+"""
+
+
 def cut_ids(task: dict[str, Any]) -> list[str]:
     """Ids SWE-bench's log parser cut at their first space (``test_x[select`` of ``test_x[select a]``):
     their brackets do not close."""
@@ -184,11 +195,11 @@ async def _uncut_ids(tasks: list[dict[str, Any]], envs: dict[str, str], store: R
             try:
                 await session.write_file("/tmp/test.patch", repo_task.test_patch.encode())
                 files = " ".join(shlex.quote(f) for f in test_files(repo_task))
-                run = await session.exec("git apply /tmp/test.patch && python -m pytest --collect-only -qq "
-                                         f"-p no:cacheprovider {files}", timeout_s=600)
+                await session.write_file("/tmp/collect.py", _COLLECT.encode())
+                run = await session.exec(f"git apply /tmp/test.patch && python /tmp/collect.py {files}", timeout_s=600)
             finally:
                 await session.close()
-            collected = [line.strip() for line in run.stdout.splitlines() if "::" in line]
+            collected = [line[len("COLLECTED "):] for line in run.stdout.splitlines() if line.startswith("COLLECTED ")]
             whole = {c: [n for n in collected if n != c and n.split()[0] == c] for c in cut}
             mapped = {c: ns for c, ns in whole.items() if ns}
 
