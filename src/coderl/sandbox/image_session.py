@@ -28,7 +28,7 @@ import subprocess
 from pathlib import Path
 
 from coderl.sandbox import isolation
-from coderl.sandbox.pythonenv import sandbox_python, sandbox_python_prefix
+from coderl.sandbox.pythonenv import sandbox_python, sandbox_python_prefix, venv_base_prefix
 
 HOST_DIR = "/coderl-host"
 
@@ -58,6 +58,21 @@ def host_python() -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
     return command, tuple(inside.items())
 
 
+def with_interpreters(binds: list[str]) -> list[str]:
+    """``binds`` and, after each virtualenv among them (a harness's own install), the install tree of
+    the interpreter it links to by absolute path, which an image does not have. An interpreter under
+    /usr cannot be bound over the image's own /usr: such a venv does not run in an image (a harness
+    for images is installed on a Python of its own: pyenv, uv, python-build-standalone)."""
+    out = []
+    for path in binds:
+        out.append(path)
+        if os.path.isfile(os.path.join(path, "pyvenv.cfg")):
+            base = venv_base_prefix(path) or sandbox_python_prefix()
+            if not base.startswith("/usr/") and base != "/usr":
+                out.append(base)
+    return out
+
+
 def image_argv(root: Path, *, workdir: str, uid: int, gid: int, tmp_mb: int, inside_binds: list[str],
                ro_binds: list[str], binds: list[tuple[str, str, str]], setenv: dict[str, str]) -> list[str]:
     """bwrap's argv up to (not including) ``--seccomp`` for a sandbox rooted at ``root`` (a mounted
@@ -71,7 +86,7 @@ def image_argv(root: Path, *, workdir: str, uid: int, gid: int, tmp_mb: int, ins
     args += inside_binds
     if (root / "etc").is_dir():
         args += ["--ro-bind", isolation.inside_path("etc_hosts.txt"), "/etc/hosts"]
-    for path in dict.fromkeys(ro_binds):
+    for path in dict.fromkeys(with_interpreters(ro_binds)):
         args += ["--ro-bind", path, path]
     for kind, src, dst in binds:
         args += ["--dir", os.path.dirname(dst), kind, src, dst]

@@ -49,6 +49,10 @@ class HarborResult:
     message: str = ""
     log_tail: str = ""
     wall_s: float = 0.0
+    # the episode record's grader fields (shared with repository grading): a verifier names no tests
+    fail_to_pass: dict[str, str] = field(default_factory=dict)
+    pass_to_pass: dict[str, str] = field(default_factory=dict)
+    tests_touched: list[str] = field(default_factory=list)
 
     @property
     def resolved(self) -> bool:

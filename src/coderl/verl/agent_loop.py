@@ -60,6 +60,7 @@ from coderl.records.agent import record_episode
 from coderl.swe.grade_status import GradeStatus
 from coderl.swe.grader import GradeResult
 from coderl.swe.harness import HarnessResult, run_in_sandbox, run_on_host
+from coderl.swe.image_episodes import is_image_row
 from coderl.verl.episode_worker import EpisodeWorker
 
 logger = logging.getLogger(__name__)
@@ -178,6 +179,10 @@ class GatewayAgentLoop(AgentLoopBase):
                     self.command, sessions=sessions, task_row=json.loads(info["task"]) if info.get("task") else None,
                     task=task, gateway_url=self.gateway_url or worker.http_url, session_id=sid,
                     model=self.model_name, timeout_s=self.timeout_s, env=self.env, capture_diff=True)
+        if is_image_row(info):  # the task's own image: an image-backed session (coderl.swe.image_episodes)
+            return await worker.images.run_harness(info, self.command, task=task, gateway_socket=worker.socket_path,
+                                                   session_id=sid, model=self.model_name, timeout_s=self.timeout_s,
+                                                   harness_binds=self.harness_binds, env=self.env)
         repo_dir = Path(info["repo_dir"]) if info.get("repo_dir") else _empty_repo(workdir / "repo")
         env_dir = Path(info["env_dir"]) if info.get("env_dir") else None
         return await run_in_sandbox(self.command, host=worker.host, repo_dir=repo_dir, task=task, env_dir=env_dir,
@@ -193,6 +198,7 @@ class GatewayAgentLoop(AgentLoopBase):
                 return 0.0, {"grade_status": GradeStatus.NO_PATCH.value, "acc": 0.0, "sandbox_error": 0}
             diff = result.diff if result else None
             graded = self._grade = await (self._grade_remote(extra_info, diff) if self.sessions_url
+                                          else worker.images.grade(extra_info, diff) if is_image_row(extra_info)
                                           else worker.graders.grade(extra_info, diff))
             return float(graded.reward or 0.0), {"grade_status": graded.status.value, "acc": float(graded.resolved),
                                                  "sandbox_error": int(graded.status == GradeStatus.SANDBOX_ERROR)}

@@ -27,6 +27,7 @@ from coderl.gateway.server import Served, serve
 from coderl.sandbox.session import SessionHost
 from coderl.sandbox.stale import left_by_dead_process
 from coderl.swe.grader import EpisodeGraders
+from coderl.swe.image_episodes import ImageEpisodes
 
 # Kept on the server manager itself: a registry keyed by it would keep it alive (the worker's
 # backend holds it), so neither would ever be collected.
@@ -44,6 +45,7 @@ class EpisodeWorker:
         self.loop = asyncio.get_running_loop()
         self.host = SessionHost()
         self.graders = EpisodeGraders(self.host)
+        self.images = ImageEpisodes(self.host)  # rows whose task lives in an image (Harbor, SWE-bench images)
         self.closed = False
 
     @classmethod

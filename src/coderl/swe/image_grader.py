@@ -1,0 +1,139 @@
+"""Repository tasks whose environment is an image (SWE-bench's, SWE-Gym's, SWE-smith's, R2E-Gym's
+``sweb.eval.*``-style images: the repository at /testbed, its Python and packages inside): the agent's
+diff graded in a FRESH session from the pristine image, by the same unforgeable launcher as
+``coderl.swe.grader`` with the image's own interpreter and pytest as the task environment.
+
+Steps (the repository grader's, with the image in place of the snapshot and the virtualenv):
+1. the image unpacked once (``image_rootfs``), its work dir snapshotted (``ImageRoot.pristine_git``:
+   the diff's base, and the blob ids ``verdicts`` compares the protected files with);
+2. a fresh image-backed session with the launcher's directory bound read-only; inside it, BEFORE
+   any of the agent's change is there, the interpreter's site-packages and the pytest configuration
+   its pytest picks (the launcher's ``locate``, pinned for the run);
+3. the diff less the protected files' sections applied by our git from outside the root
+   (``SessionHost.apply_diff``), the protected files and the pinned configuration written back from
+   the snapshot by the session's PID 1, then the task's test patch;
+4. the launcher (``-I -S``, spec and nonce on stdin, ``repo`` = the image's work dir) runs pytest;
+   ``verdicts.decide`` reads its records. Statuses and rewards as the repository grader's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import secrets
+import shlex
+import subprocess
+import time
+from pathlib import Path
+
+from coderl.errors import SandboxError
+from coderl.sandbox.image_rootfs import ImageRoot, unpack
+from coderl.sandbox.session import Session, SessionHost, SessionLimits
+from coderl.swe.grade_status import GradeStatus
+from coderl.swe.grader import DEFAULT_GRADE_LIMITS, GradeResult
+from coderl.swe.grading_run import INSIDE_DIR, LAUNCHER, base_tree, pytest_args, test_files
+from coderl.swe.patch import MalformedDiff, without_files
+from coderl.swe.task import InvalidTask, RepoTask
+from coderl.swe.verdicts import decide
+
+DEFAULT_PYTHON = "python3"  # SWE-bench's images: /opt/miniconda3/envs/testbed/bin/python
+_PROBE = "import json, sys, sysconfig; print(json.dumps([sys.executable, sysconfig.get_paths()['purelib']]))"
+
+
+class ImageRepoGrader:
+    """Grades diffs against repository tasks that name an image; ``concurrency`` fresh sandboxes at a time."""
+
+    def __init__(self, host: SessionHost, cache_dir: Path, *, limits: SessionLimits = DEFAULT_GRADE_LIMITS,
+                 concurrency: int = 2) -> None:
+        self.host, self.cache_dir, self.limits = host, cache_dir, limits
+        self._gate = asyncio.Semaphore(concurrency)
+
+    async def grade(self, task: RepoTask, image_ref: str, diff: str, *, python: str = DEFAULT_PYTHON,
+                    workdir: str | None = None) -> GradeResult:
+        t0 = time.monotonic()
+        result = await self._grade(task, image_ref, diff, python, workdir)
+        return GradeResult(**{**result.__dict__, "wall_s": round(time.monotonic() - t0, 3)})
+
+    async def _grade(self, task: RepoTask, image_ref: str, diff: str, python: str,
+                     workdir: str | None) -> GradeResult:
+        def outcome(status: GradeStatus, message: str = "", **kw: object) -> GradeResult:
+            return GradeResult(instance_id=task.instance_id, status=status, reward=status.reward, message=message, **kw)
+
+        try:
+            kept, touched = without_files(diff, task.protected_files)
+        except MalformedDiff as exc:
+            return outcome(GradeStatus.APPLY_FAILED, f"unreadable diff: {exc}")
+        async with self._gate:
+            try:
+                image = await asyncio.to_thread(unpack, image_ref, self.cache_dir)
+                workdir = os.path.normpath(workdir or image.workdir)
+                pristine = await asyncio.to_thread(image.pristine_git, workdir)
+                base = await asyncio.to_thread(base_tree, pristine)
+                session = await self.host.open_image(image, workdir=workdir, limits=self.limits,
+                                                     ro_binds=[str(INSIDE_DIR)])
+            except (SandboxError, subprocess.CalledProcessError) as exc:
+                return outcome(GradeStatus.SANDBOX_ERROR, str(exc), tests_touched=touched)
+            try:
+                return await self._run(task, image, session, (kept, touched), python, base, outcome)
+            except (SandboxError, InvalidTask) as exc:
+                return outcome(GradeStatus.SANDBOX_ERROR, str(exc), tests_touched=touched)
+            finally:
+                await session.close()
+
+    async def _run(self, task: RepoTask, image: ImageRoot, session: Session, change: tuple[str, list[str]],  # type: ignore[no-untyped-def]
+                   python: str, base: dict[str, str], outcome) -> GradeResult:
+        kept, touched = change
+        probe = await session.exec(f"{shlex.quote(python)} -I -c {shlex.quote(_PROBE)}", timeout_s=60)  # site: a venv's prefix
+        if probe.exit_code != 0:
+            return outcome(GradeStatus.SANDBOX_ERROR, f"no {python} in the image: {probe.stderr.strip()[-300:]}")
+        exe, site_packages = json.loads(probe.stdout)
+        files = test_files(task)
+        located = await session.exec(" ".join(shlex.quote(a) for a in [exe, "-I", "-S", str(LAUNCHER), "locate",
+                                                                         session.workdir, site_packages, *files]),
+                                     timeout_s=120)
+        try:
+            found = json.loads(located.stdout)
+        except json.JSONDecodeError:
+            return outcome(GradeStatus.SANDBOX_ERROR, f"cannot find the task's pytest configuration: "
+                                                      f"{located.stderr.strip()[-300:]}")
+        rootdir, inifile = (_inside(found["rootdir"], session.workdir) or "."), _inside(found["inifile"], session.workdir)
+        if kept.strip():
+            error = await self.host.apply_diff(session, kept)
+            if error:
+                return outcome(GradeStatus.APPLY_FAILED, f"the diff does not apply: {error[-500:]}", tests_touched=touched)
+        for rel in sorted({*touched, *([inifile] if inifile else [])}):  # the base commit's again, whatever the diff did
+            await _restore(session, image, rel)
+        if task.test_patch.strip():
+            error = await self.host.apply_diff(session, task.test_patch)
+            if error:
+                return outcome(GradeStatus.SANDBOX_ERROR, f"the task's test patch does not apply: {error[-500:]}",
+                               tests_touched=touched)
+        root = os.path.normpath(os.path.join(session.workdir, rootdir))
+        pinned = ["-c", f"{session.workdir}/{inifile}"] if inifile else ["-c", "/dev/null", "--confcutdir", root]
+        spec = {"nonce": secrets.token_hex(32), "repo": session.workdir, "wanted": list(task.tests),
+                "args": [*pytest_args(task.test_cmd), "-p", "no:cacheprovider", *pinned, "--rootdir", root, *files],
+                "protected": sorted(task.protected_files), "site_packages": site_packages,
+                "env": {"PATH": f"{os.path.dirname(exe)}:/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp",
+                        "LANG": "C.UTF-8", "TMPDIR": "/tmp", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}}
+        run = await session.exec(f"exec {shlex.quote(exe)} -I -S {shlex.quote(str(LAUNCHER))}",
+                                 timeout_s=self.limits.exec_s, stdin=json.dumps(spec).encode())
+        verdict = decide(run, spec["nonce"], task.fail_to_pass, task.pass_to_pass, base)
+        return outcome(verdict.status, verdict.message, fail_to_pass=verdict.fail_to_pass,
+                       pass_to_pass=verdict.pass_to_pass, findings=verdict.findings, tests_touched=touched,
+                       log_tail=run.stderr[-4000:])
+
+
+def _inside(path: str | None, workdir: str) -> str | None:
+    rel = None if path is None else os.path.relpath(path, workdir)
+    return None if rel is None or rel.startswith("..") else rel
+
+
+async def _restore(session: Session, image: ImageRoot, rel: str) -> None:
+    """``rel`` as the pristine image has it (removed when the image has none), written by PID 1."""
+    tree = os.path.realpath(image.rootfs / session.workdir.lstrip("/"))
+    original = os.path.realpath(os.path.join(tree, rel))  # a path out of the tree is never read on the host
+    if original.startswith(tree + "/") and os.path.isfile(original):
+        await session.write_file(rel, Path(original).read_bytes())
+    else:
+        await session.exec(f"rm -rf -- {shlex.quote(rel)}", timeout_s=60)
