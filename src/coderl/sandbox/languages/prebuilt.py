@@ -110,12 +110,3 @@ def _fill(arg: str, fill: dict[str, str]) -> str:
     for key, value in fill.items():
         arg = arg.replace(key, value)
     return arg
-
-
-def build_all() -> dict[str, tuple[str, ...]]:
-    """Build what every installed language reuses, now (the image build runs this, so a fresh
-    container's first engine start does not spend a minute on it); returns each installed
-    language's read-only binds, these among them."""
-    from coderl.sandbox.languages import ALL
-
-    return {lang.name: binds for lang in ALL if lang.available() and (binds := lang.extra_binds())}
