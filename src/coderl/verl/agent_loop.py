@@ -53,7 +53,7 @@ from verl.experimental.agent_loop.agent_loop import (
     register,
 )
 
-from coderl.errors import CoderlError
+from coderl.errors import CoderlError, SessionFailure
 from coderl.gateway.chat import ChatFormat
 from coderl.gateway.core import SessionConfig
 from coderl.records.agent import record_episode
@@ -170,6 +170,9 @@ class GatewayAgentLoop(AgentLoopBase):
             return await run_on_host(self.command, workdir=workdir, task=task, gateway_url=worker.http_url,
                                      session_id=sid, model=self.model_name, timeout_s=self.timeout_s, env=self.env)
         info = kwargs.get("extra_info") or {}
+        if is_image_row(info) and self.sessions_url:  # never silently on the node's snapshot instead
+            raise SessionFailure("image-backed tasks run in this worker's own sessions: the session service "
+                                 "(sessions_url) does not open images yet")
         if self.sessions_url:  # the row's task by name; the node has its own snapshot and environment
             from coderl.server.ray_sessions import ReplicaSessions
             from coderl.swe.harness import run_in_remote_sandbox
