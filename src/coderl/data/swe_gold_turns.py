@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import shlex
 from dataclasses import dataclass
 
 SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
@@ -62,9 +63,10 @@ def turn(thought: str, command: str) -> str:
     return f"{thought}\n{tool_call(command)}"
 
 
-def gold_turns(fixes: list[FileFix], fail_to_pass: tuple[str, ...], variant: int) -> list[str]:
+def gold_turns(fixes: list[FileFix], tests: tuple[str, ...], variant: int) -> list[str]:
     """The raw assistant turns of gold episode ``variant`` (any int; four command patterns, the
-    wording cycling independently of them)."""
+    wording cycling independently of them). ``tests``: test ids the agent's tree holds (what a
+    verifying variant runs: the ids, or their files whole)."""
     plan, words = variant % len(LOOK), variant // len(LOOK) + variant
     turns = []
     for fix in fixes:
@@ -72,9 +74,10 @@ def gold_turns(fixes: list[FileFix], fail_to_pass: tuple[str, ...], variant: int
         turns.append(turn(thought, LOOK[plan].format(path=fix.path)))
     for fix in fixes:
         turns.append(turn(_edit_thought(fix, words), _edit_command(fix, EDIT[plan])))
-    if VERIFY[plan] is not None:
-        tests = " ".join(fail_to_pass) if VERIFY[plan] == "failing" else ""
-        turns.append(turn(THOUGHT_VERIFY[words % len(THOUGHT_VERIFY)], f"python -m pytest -q {tests}".rstrip()))
+    if VERIFY[plan] is not None and tests:  # with none to run, the variant submits without a test run
+        names = tests if VERIFY[plan] == "failing" else dict.fromkeys(t.split("::", 1)[0] for t in tests)
+        turns.append(turn(THOUGHT_VERIFY[words % len(THOUGHT_VERIFY)],
+                          "python -m pytest -q " + " ".join(shlex.quote(n) for n in names)))
     turns.append(turn(THOUGHT_SUBMIT[words % len(THOUGHT_SUBMIT)], SUBMIT))
     return turns
 

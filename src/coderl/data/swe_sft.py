@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import shutil
 import statistics
 import tempfile
@@ -115,6 +116,29 @@ def file_fixes(snapshot: Path, gold_patch: str) -> list[FileFix]:
         return [FileFix(p, before[p], (work / p).read_text()) for p in paths if (work / p).is_file()]
 
 
+def tests_in_tree(snapshot: Path, task: RepoTask, most: int = 5) -> tuple[str, ...]:
+    """The tests a gold episode runs to check its fix: ones the agent's tree holds as the grader
+    runs them. A real row's FAIL_TO_PASS tests come with its test patch, which the agent never sees
+    (the grader applies it): new ones are not in the tree, changed ones still assert the old
+    behaviour. Then up to ``most`` PASS_TO_PASS tests of the same files that the tree defines
+    (none: the episode runs no tests)."""
+    patched = {p for fp in split_diff(task.test_patch) for p in fp.paths} if task.test_patch.strip() else set()
+    files = {t.split("::", 1)[0] for t in task.fail_to_pass}
+    if not files & patched and all(_defined(snapshot, t) for t in task.fail_to_pass):
+        return task.fail_to_pass
+    return tuple([t for t in task.pass_to_pass if t.split("::", 1)[0] in files and _defined(snapshot, t)][:most])
+
+
+def _defined(snapshot: Path, test_id: str) -> bool:
+    """Whether the file of ``path::[Class::]name[params]`` defines ``name`` (a text match: the
+    tree is not imported outside the sandbox)."""
+    path, _, rest = test_id.partition("::")
+    name = rest.rsplit("::", 1)[-1].split("[", 1)[0]
+    file = snapshot / path
+    return bool(name) and file.is_file() and re.search(
+        rf"^\s*(?:async\s+)?def {re.escape(name)}\(", file.read_text(errors="replace"), re.M) is not None
+
+
 class _Scripts:
     """The gateway's backend: each session plays its own script (a ReplayBackend per session)."""
 
@@ -171,7 +195,7 @@ class GoldRecorder:
             fixes = await asyncio.to_thread(file_fixes, snapshot, task.gold_patch)
         except RepoUnavailable as exc:
             raise Drop("the gold patch does not apply", f"{task.instance_id}: {exc}") from None
-        script = gold_turns(fixes, task.fail_to_pass, variant)
+        script = gold_turns(fixes, tests_in_tree(snapshot, task), variant)
         sid = f"gold-{uuid.uuid4().hex}"
         # past the script's end (the harness asked again: it did not take a turn as meant) submit
         self.scripts.by_session[sid] = ReplayBackend(script, self.tokenizer, self.fmt.stop_ids,
