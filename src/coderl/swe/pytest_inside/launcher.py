@@ -174,7 +174,7 @@ def run_child(spec: dict, rec_w: int) -> None:
         sys.pycache_prefix = tempfile.mkdtemp(prefix="pycache-", dir="/tmp")
         sys.path.extend(repo_paths)
         os.chdir(REPO)
-        pristine = _pristine(rewrites, spec["protected"])
+        pristine = _pristine(rewrites, spec["protected"], spec["wanted"])
         plugin = reporter.Reporter(send, wanted=frozenset(spec["wanted"]), repo=REPO, trusted=trusted,
                                    blob=blob_sha, watched=_watched_modules(), runner_names=RUNNER_NAMES,
                                    rewrites=rewrites, pristine=pristine, tests=frozenset(spec["protected"]))
@@ -222,17 +222,22 @@ def sender(fd: int, key: bytes):  # type: ignore[no-untyped-def]
     return send
 
 
-def _pristine(rewrites, protected: list[str]):  # type: ignore[no-untyped-def]
+def _pristine(rewrites, protected: list[str], wanted: list[str]):  # type: ignore[no-untyped-def]
     """The protected Python files compiled as pytest's assertion rewriting compiles a test module,
-    now, before any code of the repository runs (``rewrites.Pristine``)."""
+    now, before any code of the repository runs (``rewrites.Pristine``), each with the top-level
+    names its wanted tests live in (``file::Class::test[params]`` -> ``Class``)."""
     import ast
 
     from _pytest.assertion.rewrite import rewrite_asserts
 
+    names: dict[str, set[str]] = {}
+    for test in wanted:
+        path, _, rest = test.partition("::")
+        names.setdefault(path, set()).add(rest.split("::", 1)[0].split("[", 1)[0])
     pristine = rewrites.Pristine(rewrite_asserts, ast.parse, compile)
     for rel in protected:
         if rel.endswith(".py"):
-            pristine.add(os.path.join(REPO, rel))
+            pristine.add(os.path.join(REPO, rel), frozenset(names.get(rel, ())))
     return pristine
 
 

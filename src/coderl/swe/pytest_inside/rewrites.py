@@ -39,7 +39,15 @@ RUNNER_DIRS = frozenset({"_pytest", "pluggy", "pytest", "pytest_inside"})  # pyt
 
 
 class Pristine:
-    """The code objects the protected test files compile to (see the module docstring)."""
+    """The code objects the protected test files compile to (see the module docstring).
+
+    A file is first compiled with only the top-level statements its wanted tests live in (their
+    classes and functions, the module's docstring and ``__future__`` imports, which decide how
+    the rest compiles): assertion rewriting costs some 80 ms per 1,000 lines, and a task runs a
+    few tests of files thousands of lines long. A code object those do not hold is looked for in
+    the whole file next, then plainly compiled, then with the assertion-pass hook."""
+
+    VARIANTS = (("rewritten", True), ("plain", True), ("rewritten", False), ("plain", False), ("pass-hook", False))
 
     def __init__(self, rewrite_asserts, parse, compile_) -> None:  # type: ignore[no-untyped-def]
         import inspect
@@ -54,48 +62,49 @@ class Pristine:
 
             self._as_path = py.path.local
         self._sources: dict[str, bytes | None] = {}
+        self._keep: dict[str, frozenset[str]] = {}
         self._codes: dict[str, dict[tuple[int, str], list]] = {}
-        self._variants: dict[str, set[str]] = {}
+        self._done: dict[str, set] = {}
 
-    def add(self, path: str) -> None:
-        """Read ``path`` and compile it as pytest rewrites a test module (now, while every function
-        involved is still the runner's own)."""
+    def add(self, path: str, names: frozenset[str] = frozenset()) -> None:
+        """Read ``path`` and compile it as pytest rewrites a test module, ``names`` (the top-level
+        classes and functions of its wanted tests) first; now, while every function involved is
+        still the runner's own."""
         try:
             with open(path, "rb") as fh:
                 self._sources[path] = fh.read()
         except OSError:
             self._sources[path] = None
-        self._codes[path], self._variants[path] = {}, set()
-        self._compiled(path, "rewritten", None)
+        self._keep[path], self._codes[path], self._done[path] = names, {}, set()
+        self._compiled(path, *self.VARIANTS[0], None)
 
     def holds(self, code, config) -> bool:  # type: ignore[no-untyped-def]
-        """Whether ``code`` is one of the code objects its file compiles to (rewritten, plain, or
-        with the assertion-pass hook where ``config`` enables it)."""
+        """Whether ``code`` is one of the code objects its file compiles to."""
         path = code.co_filename
         if path not in self._sources:
             self.add(path)
-        for variant in ("rewritten", "plain", "pass-hook"):
-            if variant == "pass-hook" and not _pass_hook(config):
-                break
-            if variant not in self._variants[path]:
-                self._compiled(path, variant, config)
+        for variant, partial in self.VARIANTS:
+            if (partial and not self._keep[path]) or (variant == "pass-hook" and not _pass_hook(config)):
+                continue
+            if (variant, partial) not in self._done[path]:
+                self._compiled(path, variant, partial, config)
             if any(known == code for known in self._codes[path].get((code.co_firstlineno, code.co_name), ())):
                 return True
         return False
 
-    def _compiled(self, path: str, variant: str, config) -> None:  # type: ignore[no-untyped-def]
-        self._variants[path].add(variant)
+    def _compiled(self, path: str, variant: str, partial: bool, config) -> None:  # type: ignore[no-untyped-def]
+        self._done[path].add((variant, partial))
         source = self._sources[path]
         if source is None:
             return
         try:
-            if variant == "plain":
-                module = self._compile(source, path, "exec", dont_inherit=True)
-            else:
-                tree = self._parse(source, filename=path)
+            tree = self._parse(source, filename=path)
+            if partial:
+                tree.body = [node for i, node in enumerate(tree.body) if _kept(node, i, self._keep[path])]
+            if variant != "plain":
                 args = (tree, source, path, config) if self._with_source else (tree, self._as_path(path), config)
                 self._rewrite(*args)
-                module = self._compile(tree, path, "exec", dont_inherit=True)
+            module = self._compile(tree, path, "exec", dont_inherit=True)
         except (SyntaxError, ValueError, TypeError):
             return
         index = self._codes[path]
@@ -104,6 +113,16 @@ class Pristine:
             code = todo.pop()
             index.setdefault((code.co_firstlineno, code.co_name), []).append(code)
             todo.extend(c for c in code.co_consts if isinstance(c, type(module)))
+
+
+def _kept(node, index: int, names: frozenset[str]) -> bool:  # type: ignore[no-untyped-def]
+    """A top-level statement a partial compilation keeps: a wanted class or function, the
+    module's docstring, a ``__future__`` import."""
+    if getattr(node, "name", None) in names:
+        return True
+    if type(node).__name__ == "ImportFrom" and node.module == "__future__":
+        return True
+    return index == 0 and type(node).__name__ == "Expr" and isinstance(getattr(node.value, "value", None), str)
 
 
 def _pass_hook(config) -> bool:  # type: ignore[no-untyped-def]
