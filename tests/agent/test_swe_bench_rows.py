@@ -27,7 +27,8 @@ FAST = ("marshmallow-code__marshmallow-1359", "pallets__flask-4992")  # in rows.
 SYMPY = "sympy__sympy-15678"
 ROOT = Path(__file__).resolve().parents[2]
 
-pytestmark = needs_shared_data
+# environments are built in the first test of the module (about a minute each cold, more under load)
+pytestmark = [needs_shared_data, pytest.mark.timeout(900)]
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
