@@ -27,6 +27,16 @@ task of coderl's own set (full boundary, cgroups, overlay per episode).
 
 ``--burst-pool K``: K episodes starting at once on a service whose pool was filled with K first
 (hand-out and open + first command, p50/p99).
+
+``--real-tasks``: a real repository's episode start beside the tiny task's (issue 34): task rows of
+`coderl data swe-bench`, their ``--repos`` and ``--cache`` (the environments built there); for the
+tiny task and each ``--instance`` (default sympy__sympy-24102, the biggest tree of SWE-bench Lite),
+the tree's size, open + first command (``true``) and close, sequential p50/p90, and once per
+session the first ``python -c 'import <package>'`` in the task's environment (no byte code in a
+fresh tree: the package compiles into the episode's layer) and the diff capture at the end.
+
+    nice -n 19 python benchmarks/bench_sessions.py --real-tasks ROWS/tasks.jsonl --repos DIR --cache DIR
+        [--instance ID ...] [--starts 10]
 """
 
 from __future__ import annotations
@@ -43,6 +53,7 @@ from pathlib import Path
 from coderl.cache import default_cache_dir
 from coderl.sandbox.session import SessionHost, SessionLimits
 from coderl.swe.grader import RepoGrader, test_command
+from coderl.swe.grading_run import test_files
 from coderl.swe.store import RepoStore
 from coderl.swe.task_set import build_task_set
 
@@ -82,15 +93,7 @@ async def main(args: argparse.Namespace) -> None:
         snapshot, env = await grader.prepare(task)
         cmd = test_command(task)
 
-        opens, closes = [], []
-        for _ in range(args.starts):
-            t0 = time.perf_counter()
-            s = await host.open(snapshot, env_dir=env, limits=LIMITS)
-            await s.exec("true")
-            t1 = time.perf_counter()
-            await s.close()
-            opens.append(1000 * (t1 - t0))
-            closes.append(1000 * (time.perf_counter() - t1))
+        opens, closes = await start_costs(host, snapshot, env, args.starts)
         q = statistics.quantiles(opens, n=10)
         print(f"start (open + first command): p50 {statistics.median(opens):.1f} ms, p90 {q[8]:.1f} ms "
               f"({args.starts} sequential); close p50 {statistics.median(closes):.1f} ms")
@@ -116,6 +119,70 @@ async def main(args: argparse.Namespace) -> None:
             await asyncio.gather(*(s.close() for s in sessions))
             print(f"K={k:>3}: opened in {opened:.2f} s; {per:.1f} MiB charged per idle episode (its cgroup); "
                   f"K test runs at once in {ran:.2f} s ({k / ran:.1f} runs/s), {ok}/{k} ran to the expected end")
+
+
+async def start_costs(host: SessionHost, snapshot: Path, env: Path, n: int,
+                      first: str = "true") -> tuple[list[float], list[float]]:
+    """``n`` sequential episodes over ``snapshot``: ms from open to the answer of ``first``, ms to close."""
+    opens, closes = [], []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        s = await host.open(snapshot, env_dir=env, limits=LIMITS)
+        await s.exec(first)
+        t1 = time.perf_counter()
+        await s.close()
+        opens.append(1000 * (t1 - t0))
+        closes.append(1000 * (time.perf_counter() - t1))
+    return opens, closes
+
+
+def top_package(patch: str) -> str:
+    """What the gold patch's first file belongs to: ``sympy/core/x.py`` -> sympy, ``src/flask/a.py``
+    -> flask, ``cipher.py`` -> cipher."""
+    from coderl.swe.patch import split_diff
+
+    parts = min(split_diff(patch)[0].paths).removeprefix("src/").split("/")
+    return parts[0].removesuffix(".py")
+
+
+async def real_starts(args: argparse.Namespace) -> None:
+    """Episode start on real SWE-bench trees beside coderl's tiny task, same host, same limits."""
+    from coderl.data.common import read_rows
+    from coderl.swe.task import RepoTask
+
+    rows = {r["instance_id"]: r for r in read_rows(args.real_tasks)}
+    missing = [i for i in args.instance if i not in rows]
+    if missing:
+        raise SystemExit(f"--instance not in {args.real_tasks}: {', '.join(missing)}")
+    root = Path(tempfile.mkdtemp(prefix="bench-sessions-"))
+    cache = Path(args.cache).resolve()
+    tiny = build_task_set(root)[0]
+    print(f"load average at start: {os.getloadavg()}")
+    async with SessionHost() as host:
+        graders = (RepoGrader(host, RepoStore(root / "repos", root / "cache"), env_cache=default_cache_dir()),
+                   RepoGrader(host, RepoStore(Path(args.repos).resolve(), cache), env_cache=cache))
+        cases = [(graders[0], tiny)] + [(graders[1], RepoTask.from_row(rows[i])) for i in args.instance]
+        for grader, task in cases:
+            snapshot, env = await grader.prepare(task)
+            files = sum(1 for p in snapshot.rglob("*") if p.is_file())
+            package = top_package(task.gold_patch)
+            opens, closes = await start_costs(host, snapshot, env, args.starts)
+            q = statistics.quantiles(opens, n=10)
+            s = await host.open(snapshot, env_dir=env, limits=LIMITS)
+            t0 = time.perf_counter()
+            imported = await s.exec(f"python -c 'import {package}'")
+            t1 = time.perf_counter()
+            await s.exec(f"echo '# bench' >> {test_files(task)[0]}")
+            t2 = time.perf_counter()
+            diff = await s.finish()
+            t3 = time.perf_counter()
+            await s.close()
+            print(f"{task.instance_id}: {files} files, {du_mib(snapshot):.0f} MiB tree; open + first command "
+                  f"p50 {statistics.median(opens):.1f} ms, p90 {q[8]:.1f} ms ({args.starts} sequential); close p50 "
+                  f"{statistics.median(closes):.1f} ms; first `import {package}` {1000 * (t1 - t0):.0f} ms "
+                  f"(exit {imported.exit_code}); diff capture of a one-line change {1000 * (t3 - t2):.0f} ms "
+                  f"({len(diff)} bytes)")
+    print(f"load average at the end: {os.getloadavg()}")
 
 
 def slot_mib(pid: int) -> tuple[int, float]:
@@ -282,7 +349,14 @@ if __name__ == "__main__":
     parser.add_argument("--pool", type=int, default=8, help="with --remote: the warm pool's size")
     parser.add_argument("--burst-pool", type=int, default=0, metavar="K",
                         help="with --remote: also K starting at once from a pool of K ready sandboxes")
+    parser.add_argument("--real-tasks", metavar="TASKS", help="task rows of `coderl data swe-bench`: their "
+                                                               "episode start beside the tiny task's")
+    parser.add_argument("--repos", help="with --real-tasks: the mirrors or bundles the rows come from")
+    parser.add_argument("--cache", help="with --real-tasks: snapshots and environments (the rows' --cache)")
+    parser.add_argument("--instance", nargs="+", default=["sympy__sympy-24102"], help="with --real-tasks")
     parsed = parser.parse_args()
     if parsed.concurrency is None:
         parsed.concurrency = [16, 128, 512] if parsed.remote else [8, 32, 64]
-    asyncio.run(remote(parsed) if parsed.remote else main(parsed))
+    if parsed.real_tasks and not (parsed.repos and parsed.cache):
+        parser.error("--real-tasks needs --repos and --cache")
+    asyncio.run(real_starts(parsed) if parsed.real_tasks else remote(parsed) if parsed.remote else main(parsed))
