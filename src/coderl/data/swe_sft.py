@@ -116,7 +116,7 @@ def file_fixes(snapshot: Path, gold_patch: str) -> list[FileFix]:
         return [FileFix(p, before[p], (work / p).read_text()) for p in paths if (work / p).is_file()]
 
 
-def tests_in_tree(snapshot: Path, task: RepoTask, most: int = 5) -> tuple[str, ...]:
+def verifying_tests(snapshot: Path, task: RepoTask, most: int = 5) -> tuple[str, ...]:
     """The tests a gold episode runs to check its fix: ones the agent's tree holds as the grader
     runs them. A real row's FAIL_TO_PASS tests come with its test patch, which the agent never sees
     (the grader applies it): new ones are not in the tree, changed ones still assert the old
@@ -195,7 +195,7 @@ class GoldRecorder:
             fixes = await asyncio.to_thread(file_fixes, snapshot, task.gold_patch)
         except RepoUnavailable as exc:
             raise Drop("the gold patch does not apply", f"{task.instance_id}: {exc}") from None
-        script = gold_turns(fixes, tests_in_tree(snapshot, task), variant)
+        script = gold_turns(fixes, verifying_tests(snapshot, task), variant)
         sid = f"gold-{uuid.uuid4().hex}"
         # past the script's end (the harness asked again: it did not take a turn as meant) submit
         self.scripts.by_session[sid] = ReplayBackend(script, self.tokenizer, self.fmt.stop_ids,
