@@ -109,7 +109,7 @@ async def evaluate_swe(cfg: SweEvalConfig) -> dict[str, Any]:
     out = Path(cfg.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     results_path = out / "results.jsonl"
-    done = {r["instance_id"]: r for r in _records(results_path) if r.get("status") != GradeStatus.SANDBOX_ERROR}
+    done = {r["instance_id"]: r for r in read_records(results_path) if r.get("status") != GradeStatus.SANDBOX_ERROR}
     todo = [t for t in tasks if t.instance_id not in done]
     store = RepoStore(repos, cfg.cache_dir)
     bar = tqdm(total=len(tasks), initial=len(tasks) - len(todo), desc="swe", unit=" tasks")
@@ -211,7 +211,8 @@ def exit_code(summary: dict[str, Any]) -> int:
     return 1 if summary["sandbox_errors"] else 0
 
 
-def _records(path: Path) -> list[dict[str, Any]]:
+def read_records(path: Path) -> list[dict[str, Any]]:
+    """The JSON lines of a resumable run's log (a line an interrupted run cut is skipped)."""
     if not path.is_file():
         return []
     out = []

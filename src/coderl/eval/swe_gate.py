@@ -23,6 +23,7 @@ from typing import Any
 
 from coderl.data.common import read_rows, write_jsonl
 from coderl.errors import BadRequest, CoderlError
+from coderl.eval.swe import read_records
 from coderl.sandbox.session import SessionHost
 from coderl.swe.grader import GradeResult, RepoGrader
 from coderl.swe.store import RepoStore
@@ -80,7 +81,7 @@ async def run_gate(tasks_file: str, repos: Path, out: Path, *, cache_dir: Path, 
         raise BadRequest(f"--repos {repos}: no such directory")
     out.mkdir(parents=True, exist_ok=True)
     log = out / "gate.jsonl"
-    done = {r["instance_id"]: r for r in _records(log)}
+    done = {r["instance_id"]: r for r in read_records(log)}
     store = RepoStore(repos.resolve(), cache_dir)
     gate = asyncio.Semaphore(concurrency)
     async with SessionHost() as host:
@@ -129,14 +130,3 @@ def gate_markdown(summary: dict[str, Any], records: list[dict[str, Any]]) -> str
                      f"{'yes' if r['kept'] else 'no'} | {r.get('why', '').replace('|', '/')[:200]} |")
     return "\n".join(lines)
 
-
-def _records(path: Path) -> list[dict[str, Any]]:
-    if not path.is_file():
-        return []
-    out = []
-    for line in path.read_text().splitlines():
-        try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return out
