@@ -23,8 +23,11 @@ here can do no more than uid 65534 can in a host-root session (its own files, no
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
+import shlex
 import subprocess
+import tempfile
 from pathlib import Path
 
 from coderl.sandbox import isolation
@@ -58,6 +61,26 @@ def host_python() -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
     return command, tuple(inside.items())
 
 
+@functools.cache
+def interpreter_wrapper() -> str:
+    """A ``/bin/sh`` script bound over the sandbox's interpreter at its host path inside an image: it
+    runs the real one through the host's loader with the host's libraries (as PID 1 runs), keeping
+    the name it was started by (``ld.so --argv0``), so a harness's virtualenv of this interpreter
+    finds its ``pyvenv.cfg`` and needs nothing of the image's libraries (libssl, libffi, a newer
+    libc). What the harness then runs is the image's own."""
+    command, _ = host_python()
+    loader, _, library_path, exe = command
+    text = (f"#!/bin/sh\nexec {shlex.quote(loader)} --argv0 \"$0\" --library-path {shlex.quote(library_path)} "
+            f"{shlex.quote(exe)} \"$@\"\n")
+    path = Path(tempfile.gettempdir()) / f"coderl-image-python-{hashlib.sha256(text.encode()).hexdigest()[:12]}"
+    if not path.is_file():
+        tmp = path.with_name(f"{path.name}.{os.getpid()}")
+        tmp.write_text(text)
+        tmp.chmod(0o755)
+        tmp.rename(path)
+    return str(path)
+
+
 def with_interpreters(binds: list[str]) -> list[str]:
     """``binds`` and, after each virtualenv among them (a harness's own install), the install tree of
     the interpreter it links to by absolute path, which an image does not have. An interpreter under
@@ -86,8 +109,11 @@ def image_argv(root: Path, *, workdir: str, uid: int, gid: int, tmp_mb: int, ins
     args += inside_binds
     if (root / "etc").is_dir():
         args += ["--ro-bind", isolation.inside_path("etc_hosts.txt"), "/etc/hosts"]
-    for path in dict.fromkeys(with_interpreters(ro_binds)):
+    bound = list(dict.fromkeys(with_interpreters(ro_binds)))
+    for path in bound:
         args += ["--ro-bind", path, path]
+    if os.path.realpath(sandbox_python_prefix()) in bound:  # a harness on the sandbox's interpreter
+        args += ["--ro-bind", interpreter_wrapper(), os.path.realpath(sandbox_python())]
     for kind, src, dst in binds:
         args += ["--dir", os.path.dirname(dst), kind, src, dst]
     for name, value in setenv.items():
