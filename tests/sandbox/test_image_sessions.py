@@ -144,3 +144,19 @@ def test_the_gateway_is_the_way_out(image, tmp_path):
         run(body)
     finally:
         gateway.close()
+
+
+def test_the_diff_ignores_the_agents_git_and_keeps_links_as_links(image):
+    """The agent makes its own .git in the work dir (config with an fsmonitor command, hooks, a commit
+    hiding its change) and links out of the tree: the capture uses the image's snapshot and our git,
+    so the diff is the true one, nothing of the agent's runs, and a link stays a link."""
+    async def body(host):
+        async with await host.open_image(image, limits=LIMITS) as s:
+            await s.exec("mkdir -p .git/hooks && printf '[core]\\n\\tfsmonitor = touch /tmp/pwned\\n' > .git/config && "
+                         "printf '#!/bin/sh\\ntouch /tmp/pwned\\n' > .git/hooks/pre-commit && chmod +x .git/hooks/* && "
+                         "echo 'x = 1' > added.py && ln -s /etc/shadow leak")
+            diff = await s.finish()
+            assert "b/added.py" in diff and "+x = 1" in diff and "b/.git" not in diff, diff
+            assert "new file mode 120000" in diff and "+/etc/shadow" in diff and "root:" not in diff, diff
+        assert not Path("/tmp/pwned").exists()
+    run(body)
