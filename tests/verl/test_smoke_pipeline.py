@@ -5,6 +5,7 @@ the run did, from its own files, not that the scripts exited 0."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,9 @@ FAULT_RATE = 0.2
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh run of the pipeline; CODERL_SMOKE_RUN=DIR checks a finished run (made with the switch) instead."""
+    if os.environ.get("CODERL_SMOKE_RUN"):
+        return Path(os.environ["CODERL_SMOKE_RUN"])
     return run_pipeline("smoke_pipeline.sh", tmp_path_factory.mktemp("smoke"),
                         {"CODERL_PORT": "", "SMOKE_FAULT_RATE": str(FAULT_RATE)})
 
