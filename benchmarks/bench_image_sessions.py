@@ -27,25 +27,13 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench_sessions import cgroup_mib, pct
+
 from coderl.sandbox import image_rootfs
 from coderl.sandbox.session import SessionHost, SessionLimits
 
 LIMITS = SessionLimits(episode_s=600, exec_s=300, memory_mb=1024, max_processes=128, disk_mb=256)
 DEFAULT_IMAGES = ("localhost/coderl-base/debian:bookworm",)
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
-
-
-def cgroup_mib(session) -> float:  # type: ignore[no-untyped-def]
-    cg = session.cgroup
-    if cg is None:
-        return float("nan")
-    name = "memory.current" if cg.version == "v2" else "memory.usage_in_bytes"
-    d = cg.dirs.get("unified") or cg.dirs["memory"]
-    return int((d / name).read_text()) / 2**20
 
 
 def small_repo(root: Path) -> Path:
