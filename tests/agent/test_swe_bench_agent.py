@@ -44,7 +44,7 @@ LITE = Path(os.environ.get("CODERL_SWE_LITE", Path(__file__).resolve().parents[3
 VENV = os.environ.get("MINI_SWE_AGENT_VENV", "/opt/mini-swe-agent")
 INSTANCES = ("pallets__flask-4992", "pallets__flask-4045", "marshmallow-code__marshmallow-1343",
              "pylint-dev__astroid-1333", "sympy__sympy-15678", "sympy__sympy-23117")
-VARIANT = 1  # nl -ba, edit, the FAIL_TO_PASS tests run in the session, submit
+VARIANT = 1  # nl -ba, edit, tests the tree holds run in the session (swe_sft.verifying_tests), submit
 
 pytestmark = pytest.mark.skipif(not (LITE / "rows.json").is_file(), reason=f"no SWE-bench Lite copy at {LITE}")
 
