@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from tests.helpers import mini_episode
 from tests.helpers.images import ROOT, local_bases
 
 from coderl.sandbox.session import SessionHost
@@ -149,43 +150,18 @@ def test_data_and_eval_commands(cache, tmp_path):
                           str(tmp_path / "bad"), "--empty", "--oracle"], capture_output=True, text=True, env=env)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "exactly one of" in bad.stderr, bad.stderr
 
+
 @pytest.mark.verl
-@pytest.mark.skipif(not Path(os.environ.get("MINI_SWE_AGENT_VENV", "/opt/mini-swe-agent"), "bin", "mini").exists(),
-                    reason="mini-swe-agent is not installed: run scripts/install_mini_swe_agent.sh")
+@pytest.mark.skipif(not mini_episode.installed(), reason=mini_episode.MISSING)
 def test_stock_harness_through_the_agent_loop(cache, tmp_path):
     """A `coderl data harbor` row through the verl agent loop: the unmodified mini-swe-agent in the
-    task's image (scripted turns), its diff graded by the task's verifier: reward 1."""
-    from tests.agent.test_agent_loop import ScriptedServer, char_ids, config
-    from tests.agent.test_agent_loop_mini import COMMAND, ENV, VENV
-    from tests.helpers.qwen_tokenizer import build_tiny_model
-    from transformers import AutoTokenizer
-    from verl.experimental.agent_loop.agent_loop import DictConfigWrap, ToolListWrap
-    from verl.utils.dataset.rl_dataset import RLHFDataset
-
+    task's minimal Debian image (no Python, no libssl there), its diff graded by the task's verifier: reward 1."""
     from coderl.data.harbor import harbor_row
-    from coderl.verl.agent_loop import GatewayAgentLoop
 
-    tiny = build_tiny_model()
-    tokenizer = AutoTokenizer.from_pretrained(tiny)
-    write = {"name": "bash", "arguments": {"command": "echo 'Hello, world!' > /app/hello.txt && cat /app/hello.txt"}}
-    submit = {"name": "bash", "arguments": {"command": "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"}}
-    server = ScriptedServer(tokenizer, [
-        char_ids(tokenizer, f"Writing the file.\n<tool_call>\n{json.dumps(write)}\n</tool_call>"),
-        char_ids(tokenizer, f"Done.\n<tool_call>\n{json.dumps(submit)}\n</tool_call>")])
-    command = COMMAND.format(venv=VENV)
-    cfg = config(tiny, tmp_path, "sandbox", command, [VENV])
     row = harbor_row(task("hello-shell"), "", cache)
-
-    async def main():
-        loop = GatewayAgentLoop(trainer_config=DictConfigWrap(cfg), server_manager=server, tokenizer=tokenizer,
-                                processor=None, dataset_cls=RLHFDataset, data_config=DictConfigWrap(cfg.data),
-                                hf_model_type="qwen2", tools=ToolListWrap([]), command=command, placement="sandbox",
-                                timeout_s=240, harness_binds=[VENV], env=ENV, score="repo")
-        return await loop.run({"temperature": 1.0, "logprobs": True}, raw_prompt=row["prompt"],
-                              data_source=row["data_source"], reward_model=row["reward_model"],
-                              extra_info={**row["extra_info"], "index": 0})
-
-    out = asyncio.run(main())
+    out = mini_episode.run_mini_episode(tmp_path, "echo 'Hello, world!' > /app/hello.txt && cat /app/hello.txt",
+                                        prompt=row["prompt"], extra_info=row["extra_info"],
+                                        data_source=row["data_source"], reward_model=row["reward_model"])
     extra = out.extra_fields
     assert extra["sandbox_error"] == 0 and extra["agent_turns"] == 2, extra.get("agent_output_tail", extra)
     assert extra["grade_status"] == "resolved" and out.reward_score == 1.0, extra
