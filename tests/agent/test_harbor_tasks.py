@@ -19,13 +19,16 @@ import pytest
 from tests.helpers import mini_episode
 from tests.helpers.images import ROOT, local_bases
 
+from coderl.data.harbor import task_dirs
+from coderl.errors import BadRequest, InvalidTask
 from coderl.sandbox.session import SessionHost
 from coderl.swe.grade_status import GradeStatus
 from coderl.swe.harbor import HarborTask
 from coderl.swe.harbor_grader import HarborRunner, parse_reward
 
-# slow: the local bases (mmdebstrap + the Python stand-in, minutes cold) and three image builds
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
+# every test but the first is slow: the local bases (mmdebstrap + the Python stand-in, minutes cold)
+# and three image builds
+pytestmark = pytest.mark.timeout(3600)
 TASKS = ROOT / "tests" / "fixtures" / "harbor"
 
 
@@ -58,8 +61,14 @@ def test_task_directories_are_read():
     for bad in ((b"nan", None), (None, b"[]"), (None, None), (b"yes", None)):
         with pytest.raises(ValueError):
             parse_reward(*bad)
+    assert [p.name for p in task_dirs([TASKS])] == ["hello-shell", "mean-python", "port-from-etc"]
+    with pytest.raises(BadRequest, match="no such directory"):
+        task_dirs([TASKS / "missing"])
+    with pytest.raises(InvalidTask, match="not a Harbor task"):
+        HarborTask.from_dir(TASKS / "hello-shell" / "environment")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["hello-shell", "mean-python", "port-from-etc"])
 def test_oracle_scores_1_and_no_change_0(cache, name):
     async def body(runner):
@@ -74,6 +83,7 @@ def test_oracle_scores_1_and_no_change_0(cache, name):
         assert solved.rewards == {"reward": 1.0, "cases_passed": 1.0} and empty.rewards["cases_passed"] == 0.0
 
 
+@pytest.mark.slow
 def test_what_an_episode_does_outside_its_work_dir_stays_there(cache):
     """The agent writes the reward file, points /etc's config at its own answer and replaces the
     verifier's tools: none of it is in the verifier's fresh sandbox, so its answer is wrong there."""
@@ -95,6 +105,7 @@ def test_what_an_episode_does_outside_its_work_dir_stays_there(cache):
     assert (graded.status, graded.reward) == (GradeStatus.UNRESOLVED, 0.0), graded
 
 
+@pytest.mark.slow
 def test_a_diff_reaching_out_of_the_work_dir_does_not_apply(cache):
     escape = ("diff --git a/../etc/greeter/config.ini b/../etc/greeter/config.ini\n--- a/../etc/greeter/config.ini\n"
               "+++ b/../etc/greeter/config.ini\n@@ -1,3 +1,3 @@\n [server]\n host = 0.0.0.0\n-port = 8731\n+port = 1\n")
@@ -109,6 +120,7 @@ def test_a_diff_reaching_out_of_the_work_dir_does_not_apply(cache):
     assert linked.reward == 0.0, linked  # a link to the config is not the port
 
 
+@pytest.mark.slow
 def test_the_agents_code_writing_the_reward_is_overwritten(cache):
     """stats.py writes reward.json {"reward": 1} when the verifier imports it, then answers wrong:
     the verifier writes its own reward after the tests, which is what is read."""
@@ -129,6 +141,7 @@ def test_the_agents_code_writing_the_reward_is_overwritten(cache):
     assert (graded.status, graded.reward) == (GradeStatus.UNRESOLVED, 0.0), graded
 
 
+@pytest.mark.slow
 def test_data_and_eval_commands(cache, tmp_path):
     """`coderl data harbor` makes the rows and tasks.jsonl; `coderl eval harbor --empty` on them: 0 of 3
     (the oracle gate through the same code: test_oracle_scores_1_and_no_change_0)."""
@@ -151,6 +164,7 @@ def test_data_and_eval_commands(cache, tmp_path):
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "exactly one of" in bad.stderr, bad.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.verl
 @pytest.mark.skipif(not mini_episode.installed(), reason=mini_episode.MISSING)
 def test_stock_harness_through_the_agent_loop(cache, tmp_path):
