@@ -15,7 +15,9 @@ from typing import Any
 USERNS_BASE = 65536 * 8
 
 _POD_FIELDS = {"hostUsers", "automountServiceAccountToken", "enableServiceLinks", "terminationGracePeriodSeconds",
-               "securityContext", "topologySpreadConstraints", "containers", "volumes"}
+               "securityContext", "containers", "volumes",
+               # where the pod is scheduled: nothing inside the container changes
+               "topologySpreadConstraints", "nodeSelector", "tolerations", "affinity"}
 _CONTAINER_FIELDS = {"name", "image", "args", "env", "ports", "resources", "startupProbe", "readinessProbe",
                      "livenessProbe", "securityContext", "volumeMounts"}
 
@@ -53,7 +55,9 @@ def container_options(pod_spec: dict[str, Any]) -> list[str]:
     volumes = {v["name"]: v for v in pod_spec.get("volumes", [])}
     for mount in c.get("volumeMounts", []):
         volume = volumes[mount["name"]]
-        assert set(volume) == {"name", "emptyDir"}, f"volume {volume}: no translation"
+        # an emptyDir is a scratch directory; a claim's content is the cluster's data, for which
+        # an empty directory stands in (the checks here do not read it)
+        assert set(volume) - {"name"} <= {"emptyDir", "persistentVolumeClaim"}, f"volume {volume}: no translation"
         options += ["--tmpfs", mount["mountPath"]]
     for env in c.get("env", []):
         options += ["-e", f"{env['name']}={env['value']}"]

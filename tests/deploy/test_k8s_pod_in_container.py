@@ -9,13 +9,14 @@ it already in the same run; then about two minutes, most of it doctor's language
 from __future__ import annotations
 
 import os
+import subprocess
 
 import httpx
 import pytest
 
 from tests.deploy import manifests as m
 from tests.deploy.pod_as_container import USERNS_BASE, container_options
-from tests.docker.engine import VERSION, build, container, engine, run, wait_ready
+from tests.docker.engine import VERSION, build, container, engine, engine_env, run, wait_ready
 from tests.helpers.service import free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
@@ -80,3 +81,69 @@ def test_each_relaxation_is_needed(pod, relaxation):
     done = run(engine(), "run", "--rm", *options, c["image"], *c["args"], timeout=300)
     assert done.returncode == 3, done.stdout + done.stderr
     assert "bubblewrap cannot build the sandbox" in done.stderr and relaxation.split("=")[0] in done.stderr
+
+
+# An episode's copy-on-write layer as the session service mounts it (coderl.sandbox.overlay), inside
+# the container: the edit lands in the layer, the pristine tree stays as it was, nothing stays mounted.
+LAYER_CHECK = """
+from pathlib import Path
+from coderl.sandbox.overlay import EpisodeLayer
+lower = Path('/tmp/lower'); lower.mkdir(); (lower / 'a.txt').write_text('pristine')
+layer = EpisodeLayer(Path('/tmp/layers/ep1'), lower, 64)
+(layer.merged / 'a.txt').write_text('edited')
+print((layer.merged / 'a.txt').read_text(), (lower / 'a.txt').read_text())
+layer.remove()
+print(open('/proc/self/mounts').read().count('coderl-overlay'))
+"""
+
+
+def _sessions_pod():
+    statefulset = next(o for o in m.rendered("sessions") if o["kind"] == "StatefulSet")
+    spec = statefulset["spec"]["template"]["spec"]
+    (c,) = spec["containers"]
+    return spec, c
+
+
+@pytest.fixture(scope="module")
+def sessions_pod():
+    spec, c = _sessions_pod()
+    build("sandbox")
+    port = free_port()
+    with container(f"{NAME}-sessions", *container_options(spec), "-p", f"127.0.0.1:{port}:{c['ports'][0]['containerPort']}",
+                   c["image"], *c["args"]) as name:
+        url = f"http://127.0.0.1:{port}"
+        wait_ready(url, name, timeout=600)
+        with httpx.Client(base_url=url, timeout=120) as client:
+            yield client, c, name
+
+
+def test_session_pod_serves_with_its_capacity_and_warm_pool(sessions_pod):
+    client, c, _ = sessions_pod
+    env = {e["name"]: e["value"] for e in c["env"]}
+    stats = client.get("/v1/sessions").json()
+    assert stats["capacity"] == int(env["CODERL_SESSIONS_MAX"]) and stats["pool"]["size"] == int(env["CODERL_SESSION_POOL"])
+    ran = client.post("/v1/run", json={"language": "python", "code": "import os; print(os.getuid())"}).json()
+    assert ran["run"]["status"] == "ok" and ran["run"]["stdout"].strip() == "65534", ran
+
+
+def test_session_pod_mounts_episode_layers(sessions_pod):
+    _, _, name = sessions_pod
+    done = subprocess.run([engine(), "exec", "-i", name, "python3", "-"], input=LAYER_CHECK, capture_output=True,
+                          text=True, timeout=300, env=engine_env())
+    assert done.stdout.split() == ["edited", "pristine", "0"], done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("capability", ["SETFCAP", "DAC_OVERRIDE"])
+def test_each_added_capability_is_needed(sessions_pod, capability):
+    """Minus SETFCAP, bubblewrap started by root cannot write its uid map (the service refuses to
+    start); minus DAC_OVERRIDE, the episode layer's overlay mount is refused."""
+    spec, c = _sessions_pod()
+    options = [o for o in container_options(spec) if o != f"--cap-add={capability}"]
+    assert len(options) == len(container_options(spec)) - 1
+    if capability == "SETFCAP":
+        done = run(engine(), "run", "--rm", *options, c["image"], *c["args"], timeout=300)
+        assert done.returncode == 3 and "setting up uid map" in done.stderr, done.stderr
+    else:
+        done = run(engine(), "run", "--rm", *options, "--entrypoint", "python3", c["image"], "-c", LAYER_CHECK,
+                   timeout=300)
+        assert done.returncode != 0 and "need CAP_SYS_ADMIN" in done.stderr, done.stdout + done.stderr
