@@ -159,7 +159,20 @@ def runtime_rewrites(t: RewriteTarget) -> dict[str, str]:
         "rewrite-gc-callback": swap_once + "import gc\n\ngc.set_threshold(10)\ngc.callbacks.append(lambda phase, info: _swap())\n",
         # ctypes: the function's code pointer written in memory from another thread
         "rewrite-ctypes-code-pointer": poke + in_thread.format(call="_poke"),
+        # called from the test (ARM_IN_CALL), the code under test turns tracing on, gives the test's
+        # frame a local trace function that acts when the test reaches the statement, then removes
+        # both: nothing is left set when the call ends
+        "rewrite-trace-during-call": (f"import linecache\nimport sys\n\n\ndef _coderl_arm():\n"
+                                      f"    frame = sys._getframe(1)\n    while frame is not None and frame.f_code.co_name != {t.name!r}:\n"
+                                      f"        frame = frame.f_back\n\n    def _local(frame, event, arg):\n"
+                                      f"        if event == 'line' and {t.trigger!r} in linecache.getline(frame.f_code.co_filename, frame.f_lineno):\n"
+                                      f"{action}            frame.f_trace = None\n            sys.settrace(None)\n        return _local\n\n"
+                                      f"    if frame is not None:\n        frame.f_trace = _local\n        sys.settrace(lambda *a: None)\n"),
     }
+
+
+# what the code under test runs, in the function the test calls, for rewrite-trace-during-call
+ARM_IN_CALL = "    import sys\n    [m for m in list(sys.modules.values()) if hasattr(m, '_coderl_arm')][0]._coderl_arm()"
 
 
 CONFIG_FILES = {  # every name pytest reads its configuration from, each loading the forging plugin
@@ -296,7 +309,8 @@ def _attacks() -> list[Attack]:
             "import _pytest.python\n_pytest.python.Function.runtest.__code__ = (lambda self: None).__code__\n"))}, "tampered"),
     ]
     for name, prelude in runtime_rewrites(CALC_TARGET).items():  # 13. the test rewritten while pytest runs (issue 35)
-        out.append(Attack(name, {"calc/__init__.py": _with_add("    pass", prelude)}, "tampered"))
+        body = ARM_IN_CALL if name == "rewrite-trace-during-call" else "    pass"
+        out.append(Attack(name, {"calc/__init__.py": _with_add(body, prelude)}, "tampered"))
     for name, text in CONFIG_FILES.items():  # 12. runner configuration beside the tests and at the top
         for where in ("tests/", ""):
             out.append(Attack(f"config-{where.strip('/') or 'root'}-{name}", {where + name: text, **forge}, "unresolved"))

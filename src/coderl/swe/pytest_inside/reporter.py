@@ -177,7 +177,7 @@ class Reporter:
             if [rw.closes_over(f) for f in chain] != self._closes.get(item.nodeid):
                 self._send("rewrite", what=f"{wanted}: what it closes over changed after collection")
         for hook in rw.hooks_now():
-            if not rw.trusted_hook(hook, self._is_trusted):
+            if not rw.trusted_hook(hook, self.watch.honest):
                 self._send("rewrite", what=f"{wanted}: a trace or profile function of the code under test is set "
                                            f"{'before' if before else 'after'} its call")
                 break
