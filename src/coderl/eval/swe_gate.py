@@ -127,6 +127,6 @@ def gate_markdown(summary: dict[str, Any], records: list[dict[str, Any]]) -> str
         env = r.get("env", {})
         built = f"yes ({env.get('prepare_s', 0):.0f} s)" if env.get("built") else "no"
         lines.append(f"| {r['instance_id']} | {built} | {r.get('gold', '')} | {r.get('empty', '')} | "
-                     f"{'yes' if r['kept'] else 'no'} | {r.get('why', '').replace('|', '/')[:200]} |")
+                     f"{'yes' if r['kept'] else 'no'} | {' '.join(r.get('why', '').replace('|', '/').split())[:200]} |")
     return "\n".join(lines)
 
