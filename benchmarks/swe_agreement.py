@@ -36,6 +36,7 @@ from coderl.swe.task import RepoTask
 SWEBENCH = "swebench==4.0.4"
 SYMPY_CMD = "PYTHONWARNINGS='ignore::UserWarning,ignore::SyntaxWarning' bin/test -C --verbose"
 PYTEST_CMD = "python -m pytest -rA -p no:cacheprovider"
+_STATUS_LINE = r"^(\x1b\[[0-9;]*m)*(PASSED|FAILED|ERROR|SKIPPED|XFAIL)|(PASSED|FAILED|ERROR|SKIPPED|XFAIL)(\x1b\[[0-9;]*m)*\s*$"
 _PARSE = """
 import json, sys
 from swebench.harness.log_parsers import MAP_REPO_TO_PARSER
@@ -77,7 +78,11 @@ async def plain_log(host: SessionHost, store: RepoStore, task: RepoTask, env: Pa
         steps.append("git apply /tmp/test.patch")
         files = " ".join(shlex.quote(f) for f in test_files(task))
         command = SYMPY_CMD if task.repo == "sympy/sympy" else PYTEST_CMD
-        run = await session.exec(" && ".join(steps) + f" && {command} {files} 2>&1", timeout_s=900)
+        # pytest's log less what no pytest parser reads: -rA prints every passing test's captured
+        # output (sqlfluff's debug logging: megabytes, past the session's output limit); the
+        # parsers read only lines that begin or end with a status word
+        keep = "" if task.repo == "sympy/sympy" else f" | grep -aE '{_STATUS_LINE}'"
+        run = await session.exec(" && ".join(steps) + f" && {command} {files} 2>&1{keep}", timeout_s=900)
         return run.stdout
     finally:
         await session.close()
