@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set up (idempotent) and run the test suite against the real sandbox: what CI runs (.ci/run calls it).
 #   scripts/test.sh [pytest args]     e.g. scripts/test.sh tests/sandbox -x
-# The default suite leaves out tests marked `slow`; CODERL_TEST_ALL=1 runs them too. A test that still
+# The default suite leaves out tests marked `slow` and `heavy`; CODERL_TEST_ALL=1 (CI) runs the slow ones too,
+# CODERL_TEST_HEAVY=1 everything (the stock harness over real task sets: longer than CI's budget). A test that still
 # skips is listed with its reason in the closing summary (pytest -ra).
 set -euo pipefail
 bash "$(dirname "$0")/setup.sh" dev
@@ -10,6 +11,7 @@ cd "$CODERL_ROOT"
 # the real agent harness of tests/agent/test_agent_loop_mini.py, in its own venv (it pulls in litellm)
 export MINI_SWE_AGENT_VENV="${MINI_SWE_AGENT_VENV:-/opt/mini-swe-agent}"
 bash scripts/install_mini_swe_agent.sh || echo "warning: mini-swe-agent could not be installed; tests/agent/test_agent_loop_mini.py will skip, saying why" >&2
-marker=(-m "not slow")
-[ "${CODERL_TEST_ALL:-0}" = "1" ] && marker=()
+marker=(-m "not slow and not heavy")
+[ "${CODERL_TEST_ALL:-0}" = "1" ] && marker=(-m "not heavy")
+[ "${CODERL_TEST_HEAVY:-0}" = "1" ] && marker=()
 exec "$PYTHON" -m pytest -q -p no:cacheprovider -ra "${marker[@]}" "$@"

@@ -164,7 +164,7 @@ def test_data_and_eval_commands(cache, tmp_path):
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "exactly one of" in bad.stderr, bad.stderr
 
 
-@pytest.mark.slow
+@pytest.mark.heavy  # the stock harness in an image session: ~7 min here, past CI's budget
 @pytest.mark.verl
 @pytest.mark.skipif(not mini_episode.installed(), reason=mini_episode.MISSING)
 def test_stock_harness_through_the_agent_loop(cache, tmp_path):

@@ -55,6 +55,7 @@ def test_gold_resolves_and_no_change_does_not(image, task, tmp_path):
     assert empty.fail_to_pass == {"tests/test_config.py::test_config_from_file_toml": "FAILED"}, empty
 
 
+@pytest.mark.heavy  # the stock harness in the flask image: minutes, past CI's budget
 @pytest.mark.verl
 @pytest.mark.skipif(not mini_episode.installed(), reason=mini_episode.MISSING)
 def test_stock_harness_episode_in_the_image(image, task, tmp_path):

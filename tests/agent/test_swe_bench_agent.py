@@ -81,7 +81,7 @@ def test_a_gold_episode_runs_tests_the_agents_tree_holds(tmp_path):
     assert len(gold_turns(fixes, (), 1)) == 3  # nothing to run: look, edit, submit
 
 
-@pytest.mark.slow
+@pytest.mark.heavy  # 6 real environments and 6 harness episodes: ~10 min, past CI's budget
 @pytest.mark.timeout(1800)  # 6 episodes and gradings, 2 at a time, on a loaded 2-vCPU machine
 @pytest.mark.skipif(not Path(VENV, "bin", "mini").exists(),
                     reason=f"mini-swe-agent is not installed at {VENV} (MINI_SWE_AGENT_VENV): "
