@@ -34,7 +34,7 @@ def run_reply(ex: Execution, engine: Engine) -> dict[str, Any]:
     compile), None otherwise, as /run_code's compile_result; ``run``, the run's record."""
     compile_info = None
     if ex.compile is not None and (not ex.compile.ok or engine.language(ex.language).compile_argv is not None):
-        compile_info = {"ok": ex.compile.ok, "sandbox_error": ex.compile.sandbox_error,
+        compile_info = {"ok": ex.compile.ok, "sandbox_error": ex.compile.sandbox_error, "cached": ex.compile.cached,
                         "wall_s": round(ex.compile.run.wall_s, 6), "message": ex.compile.message[:8000]}
     return {"language": ex.language, "compile": compile_info, "run": ex.results[0].to_dict()}
 

@@ -8,7 +8,7 @@ An example is a fenced ``bash`` block holding one ``curl`` command, followed by 
 
 The check (`mismatches`) is strict about what the docs show and tolerant of what they leave out:
 every documented key must be in the real response with an equal value (numbers: any number, as
-timings and memory vary; strings under a ``vary`` key: any string), lists must have the documented
+timings and memory vary; strings and booleans under a ``vary`` key: any string, any boolean), lists must have the documented
 length; keys the docs omit are ignored. A ``text`` response passes when each documented line is
 in the real one (a metric sample: its name and labels).
 
@@ -101,7 +101,7 @@ def mismatches(documented: Any, real: Any, vary: set[str], where: str = "") -> l
         for key, value in documented.items():
             if key not in real:
                 found.append(f"{where}.{key}: documented, missing")
-            elif key in vary and isinstance(value, str) and isinstance(real[key], str):
+            elif key in vary and type(value) is type(real[key]) and isinstance(value, (str, bool)):
                 continue
             else:
                 found += mismatches(value, real[key], vary, f"{where}.{key}")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 import httpx
 import pytest
 
@@ -43,9 +45,15 @@ def test_run_one_program(service_url):
 
 
 def test_run_reports_a_successful_compile(service_url):
-    """A compiled language's compile step is in /v1/run's answer whether it succeeded or not."""
-    ok = post(service_url, "/v1/run", {"language": "c", "code": "int main(void) { return 0; }"}).json()
+    """A compiled language's compile step is in /v1/run's answer whether it succeeded or not; the
+    same source again is a compile-cache hit, which says so (no compiler ran: 0 s)."""
+    code = f"int main(void) {{ return 0; }} /* {uuid.uuid4()} */"  # a source no earlier test compiled
+    ok = post(service_url, "/v1/run", {"language": "c", "code": code}).json()
     assert ok["compile"]["ok"] is True and ok["compile"]["wall_s"] > 0 and ok["run"]["status"] == "ok"
+    assert ok["compile"]["cached"] is False
+    again = post(service_url, "/v1/run", {"language": "c", "code": code}).json()
+    assert again["compile"]["ok"] is True and again["compile"]["wall_s"] == 0 and again["run"]["status"] == "ok"
+    assert again["compile"]["cached"] is True
     bad = post(service_url, "/v1/run", {"language": "c", "code": "int main( {"}).json()
     assert bad["compile"]["ok"] is False and "error" in bad["compile"]["message"]
     assert post(service_url, "/v1/run", {"language": "python", "code": "pass"}).json()["compile"] is None

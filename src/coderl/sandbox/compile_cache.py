@@ -113,7 +113,7 @@ class CompileCache:
             os.utime(path)  # most recently used
         self.hits += 1
         hit = RunResult(**{**_record_fields(run), "cpu_s": 0.0, "wall_s": 0.0, "message": HIT_MESSAGE})
-        return Compiled(CompileResult(ok=True, run=hit), compiled.files, compiled.executables)
+        return Compiled(CompileResult(ok=True, run=hit, cached=True), compiled.files, compiled.executables)
 
     def put(self, key: str, compiled: Compiled) -> None:
         """Keep a successful compile (written whole, then renamed into place), evicting the least

@@ -109,6 +109,7 @@ class CompileResult:
     ok: bool
     run: RunResult  # the compiler's own run record: its stderr holds the diagnostics
     sandbox_error: bool = False  # the compiler could not run at all: our fault
+    cached: bool = False  # the artifacts came from the compile cache: no compiler ran (0 s)
 
     @property
     def message(self) -> str:
