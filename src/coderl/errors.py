@@ -29,6 +29,7 @@ an isinstance ladder or reads a message's text::
     │   ├── SlotFailure          a runner died, hung or answered nonsense
     │   ├── SessionFailure       an agent session's sandbox did not start, died or hung
     │   ├── ImageUnavailable     a task's container image cannot be had, built or unpacked here
+    │   │   └── ImageNotPulled   a service's node lacks the image a request names: pre-pull it (409)
     │   ├── DeadlineExceeded     the request's deadline passed (HTTP 504: retry)
     │   └── Overloaded           the bounded queue is full (HTTP 429)
     ├── ClientDisconnected       the client went away (HTTP 499: only the log and metrics see it)
@@ -176,6 +177,13 @@ class SessionFailure(SandboxError):
 class ImageUnavailable(SandboxError):
     """A task's container image cannot be pulled, built or unpacked on this machine (or names a
     user or work dir it does not have): the data's fault or ours, never the agent's."""
+
+
+class ImageNotPulled(ImageUnavailable):
+    """The image a request names is not on the service's node, which never pulls or builds at
+    request time (minutes, a registry at training time): an operator's step, not a retry (409)."""
+
+    http_status = 409
 
 
 class DeadlineExceeded(SandboxError):
