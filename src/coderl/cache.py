@@ -44,6 +44,31 @@ def built_once(target: Path, command: Callable[[Path], list[str]], *, done: str,
     return (target / done).exists()
 
 
+READY = ".coderl-ready"
+
+
+def ready_once(dest: Path, build: Callable[[Path], str]) -> Path:
+    """``dest`` built once across processes, for builds that cannot be renamed into place whole (a
+    virtualenv's absolute paths must be its final ones): ``build(dest)`` fills ``dest`` and returns
+    what the marker ``dest/READY`` is written with, last, so a ``dest`` without it is half made (a
+    build killed midway) and is made again. Checked before the lock (the common, built case costs
+    one stat) and again under it (another process may have finished meanwhile); a failed build is
+    removed, never left for the next reader."""
+    if (dest / READY).is_file():
+        return dest
+    with file_lock(dest):
+        if (dest / READY).is_file():
+            return dest
+        shutil.rmtree(dest, ignore_errors=True)
+        try:
+            marker = build(dest)
+            (dest / READY).write_text(marker)
+        except BaseException:
+            shutil.rmtree(dest, ignore_errors=True)
+            raise
+    return dest
+
+
 class file_lock:
     """An exclusive file lock beside ``path``: one builder of a cached thing across processes."""
 

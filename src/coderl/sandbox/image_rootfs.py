@@ -27,10 +27,9 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from coderl.cache import file_lock
+from coderl.cache import ready_once
 from coderl.errors import ImageUnavailable
 
-_READY = ".coderl-ready"
 _ENGINE_TIMEOUT_S = 3600.0
 _GIT_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_AUTHOR_NAME": "coderl",
             "GIT_AUTHOR_EMAIL": "coderl@localhost", "GIT_COMMITTER_NAME": "coderl",
@@ -85,13 +84,8 @@ class ImageRoot:
                 raise ImageUnavailable(f"image {self.reference}: {workdir} is not a directory")
             tree = self.home / "empty"
             tree.mkdir(exist_ok=True)
-        dest = self.home / "git" / (rel.replace("/", "_") + ".git")
-        if (dest / _READY).is_file():
-            return dest
-        with file_lock(dest):
-            if (dest / _READY).is_file():
-                return dest
-            shutil.rmtree(dest, ignore_errors=True)
+
+        def build(dest: Path) -> str:
             env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **_GIT_ENV, "GIT_DIR": str(dest),
                    "GIT_WORK_TREE": str(tree)}
             for argv in (["init", "-q"], ["-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "add", "-A"],
@@ -99,10 +93,10 @@ class ImageRoot:
                 proc = subprocess.run(["git", "-c", "safe.directory=*", *argv], env=env, capture_output=True,
                                       text=True, timeout=_ENGINE_TIMEOUT_S)
                 if proc.returncode != 0:
-                    shutil.rmtree(dest, ignore_errors=True)
                     raise ImageUnavailable(f"cannot snapshot {workdir} of {self.reference}: {proc.stderr.strip()[-300:]}")
-            (dest / _READY).write_text("")
-        return dest
+            return ""
+
+        return ready_once(self.home / "git" / (rel.replace("/", "_") + ".git"), build)
 
 
 def engine() -> str:
@@ -149,22 +143,20 @@ def unpack(reference: str, cache_dir: Path, *, pull: bool = True) -> ImageRoot:
     root = ImageRoot(image_id=image_id, reference=reference, rootfs=home / "rootfs",
                      workdir=config.get("WorkingDir") or "/", user=config.get("User") or "",
                      env=dict(e.split("=", 1) for e in config.get("Env") or [] if "=" in e))
-    if (home / _READY).is_file():
-        return root
-    with file_lock(home):
-        if (home / _READY).is_file():
-            return root
-        shutil.rmtree(home, ignore_errors=True)
-        tmp = home.with_name(home.name + ".unpacking")
+
+    def build(home: Path) -> str:
+        tmp = home.with_name(home.name + ".unpacking")  # a half-exported tree never stands at ``home``
         shutil.rmtree(tmp, ignore_errors=True)
         (tmp / "rootfs").mkdir(parents=True)
         try:
             _export_into(image_id, tmp / "rootfs")
             (tmp / "image.json").write_text(json.dumps({"reference": reference, "id": image_id, "config": config}))
             tmp.rename(home)
-            (home / _READY).write_text("")
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+        return ""
+
+    ready_once(home, build)
     return root
 
 

@@ -39,14 +39,14 @@ import sys
 import tarfile
 from pathlib import Path
 
+from coderl.cache import ready_once
 from coderl.errors import EnvBuildError
 from coderl.sandbox.pythonenv import sandbox_python
 from coderl.sandbox.session import REPO
 from coderl.swe.interpreters import find_python
-from coderl.swe.store import file_lock, snapshot_path
+from coderl.swe.store import snapshot_path
 from coderl.swe.task import EnvSpec
 
-_READY = ".coderl-ready"
 LOCK = "coderl-lock.txt"  # what uv resolved, `uv pip freeze` of the environment
 _EXACT_PIN = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^]]*\])?\s*===?\s*[^,;*]+$")
 _NO_LIMIT = "2100-01-01T00:00:00Z"
@@ -67,31 +67,22 @@ def env_key(spec: EnvSpec, find_links: Path | None = None) -> str:
 
 def build_env(spec: EnvSpec, cache_dir: Path, *, find_links: Path | None = None) -> Path:
     """The ready virtualenv for ``spec`` (built now if it is not there yet)."""
-    dest = cache_dir / "envs" / env_key(spec, find_links)
-    if (dest / _READY).is_file():
-        return dest
-    with file_lock(dest):
-        if (dest / _READY).is_file():
-            return dest
-        shutil.rmtree(dest, ignore_errors=True)
-        try:
-            if spec.python:
-                _project_env(spec, dest, cache_dir, find_links)
-            else:
-                _run([sandbox_python(), "-m", "venv", "--without-pip", str(dest)], "create the virtualenv")
-            if spec.requirements and not spec.python:
-                index = ["--no-index", "--find-links", str(find_links)] if find_links else []
-                _run([sys.executable, "-m", "pip", "--python", str(dest / "bin" / "python"), "install", "-q",
-                      "--disable-pip-version-check", "--no-input", *index, *spec.requirements],
-                     f"install {' '.join(spec.requirements)}")
-            site = site_packages(dest)
-            (site / "coderl_repo.pth").write_text(
-                "".join(os.path.normpath(os.path.join(REPO, p)) + "\n" for p in spec.pythonpath))
-            (dest / _READY).write_text(json.dumps(spec.to_dict()))
-        except BaseException:
-            shutil.rmtree(dest, ignore_errors=True)
-            raise
-    return dest
+    def build(dest: Path) -> str:
+        if spec.python:
+            _project_env(spec, dest, cache_dir, find_links)
+        else:
+            _run([sandbox_python(), "-m", "venv", "--without-pip", str(dest)], "create the virtualenv")
+        if spec.requirements and not spec.python:
+            index = ["--no-index", "--find-links", str(find_links)] if find_links else []
+            _run([sys.executable, "-m", "pip", "--python", str(dest / "bin" / "python"), "install", "-q",
+                  "--disable-pip-version-check", "--no-input", *index, *spec.requirements],
+                 f"install {' '.join(spec.requirements)}")
+        site = site_packages(dest)
+        (site / "coderl_repo.pth").write_text(
+            "".join(os.path.normpath(os.path.join(REPO, p)) + "\n" for p in spec.pythonpath))
+        return json.dumps(spec.to_dict())  # the marker says what the environment was built from
+
+    return ready_once(cache_dir / "envs" / env_key(spec, find_links), build)
 
 
 def _project_env(spec: EnvSpec, dest: Path, cache_dir: Path, find_links: Path | None) -> None:
