@@ -34,7 +34,9 @@ import asyncio
 import json
 import shlex
 import time
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 
 from coderl.cache import default_cache_dir
@@ -79,6 +81,30 @@ class GradeResult:
         return {**self.__dict__, "resolved": self.resolved}
 
 
+Outcome = Callable[..., GradeResult]  # outcome(status, message="", **fields): a result for the task being graded
+
+
+async def timed_grading(task: RepoTask, diff: str,
+                        steps: Callable[[str, list[str], Outcome], Awaitable[GradeResult]]) -> GradeResult:
+    """What every repository grader (this module's, ``image_grader``'s) does around its own ``steps``:
+    the diff split on the host into the part applied and the protected files it touched (an
+    unreadable diff is the agent's ``apply_failed``, before a sandbox is spent on it); ``outcome``,
+    which pairs a status with its own reward, so no grader can score a status otherwise; and the
+    wall time of the whole grading, queue and builds included."""
+    t0 = time.monotonic()
+
+    def outcome(status: GradeStatus, message: str = "", **kw: object) -> GradeResult:
+        return GradeResult(instance_id=task.instance_id, status=status, reward=status.reward, message=message, **kw)
+
+    try:
+        kept, touched = without_files(diff, task.protected_files)
+    except MalformedDiff as exc:
+        result = outcome(GradeStatus.APPLY_FAILED, f"unreadable diff: {exc}")
+    else:
+        result = await steps(kept, touched, outcome)
+    return replace(result, wall_s=round(time.monotonic() - t0, 3))
+
+
 def test_command(task: RepoTask) -> str:
     """The task's command as a person runs it, followed by the files of its ``file::name`` tests
     (the grader itself runs them through its launcher)."""
@@ -105,18 +131,9 @@ class RepoGrader:
         return snapshot, env
 
     async def grade(self, task: RepoTask, diff: str) -> GradeResult:
-        t0 = time.monotonic()
-        result = await self._grade(task, diff)
-        return GradeResult(**{**result.__dict__, "wall_s": round(time.monotonic() - t0, 3)})
+        return await timed_grading(task, diff, partial(self._grade, task))
 
-    async def _grade(self, task: RepoTask, diff: str) -> GradeResult:
-        def outcome(status: GradeStatus, message: str = "", **kw: object) -> GradeResult:
-            return GradeResult(instance_id=task.instance_id, status=status, reward=status.reward, message=message, **kw)
-
-        try:
-            kept, touched = without_files(diff, task.protected_files)
-        except MalformedDiff as exc:
-            return outcome(GradeStatus.APPLY_FAILED, f"unreadable diff: {exc}")
+    async def _grade(self, task: RepoTask, kept: str, touched: list[str], outcome: Outcome) -> GradeResult:
         try:
             snapshot = await asyncio.to_thread(self.store.snapshot, task.repo, task.base_commit)
             base = await asyncio.to_thread(base_tree, snapshot)
@@ -141,8 +158,8 @@ class RepoGrader:
             finally:
                 await session.close()
 
-    async def _run(self, task: RepoTask, session: Session, kept: str, touched: list[str], restore: list[str],  # type: ignore[no-untyped-def]
-                   launcher: tuple[str, dict, dict[str, str]], outcome) -> GradeResult:
+    async def _run(self, task: RepoTask, session: Session, kept: str, touched: list[str], restore: list[str],
+                   launcher: tuple[str, dict, dict[str, str]], outcome: Outcome) -> GradeResult:
         if kept.strip():
             error = await _apply(session, kept, "/tmp/agent.patch")
             if error:

@@ -24,16 +24,15 @@ import os
 import secrets
 import shlex
 import subprocess
-import time
+from functools import partial
 from pathlib import Path
 
 from coderl.errors import SandboxError
 from coderl.sandbox.image_rootfs import ImageRoot, unpack
 from coderl.sandbox.session import Session, SessionHost, SessionLimits
 from coderl.swe.grade_status import GradeStatus
-from coderl.swe.grader import DEFAULT_GRADE_LIMITS, GradeResult
+from coderl.swe.grader import DEFAULT_GRADE_LIMITS, GradeResult, Outcome, timed_grading
 from coderl.swe.grading_run import INSIDE_DIR, LAUNCHER, base_tree, pytest_args, test_files
-from coderl.swe.patch import MalformedDiff, without_files
 from coderl.swe.task import InvalidTask, RepoTask
 from coderl.swe.verdicts import decide
 
@@ -51,19 +50,10 @@ class ImageRepoGrader:
 
     async def grade(self, task: RepoTask, image_ref: str, diff: str, *, python: str = DEFAULT_PYTHON,
                     workdir: str | None = None) -> GradeResult:
-        t0 = time.monotonic()
-        result = await self._grade(task, image_ref, diff, python, workdir)
-        return GradeResult(**{**result.__dict__, "wall_s": round(time.monotonic() - t0, 3)})
+        return await timed_grading(task, diff, partial(self._grade, task, image_ref, python, workdir))
 
-    async def _grade(self, task: RepoTask, image_ref: str, diff: str, python: str,
-                     workdir: str | None) -> GradeResult:
-        def outcome(status: GradeStatus, message: str = "", **kw: object) -> GradeResult:
-            return GradeResult(instance_id=task.instance_id, status=status, reward=status.reward, message=message, **kw)
-
-        try:
-            kept, touched = without_files(diff, task.protected_files)
-        except MalformedDiff as exc:
-            return outcome(GradeStatus.APPLY_FAILED, f"unreadable diff: {exc}")
+    async def _grade(self, task: RepoTask, image_ref: str, python: str, workdir: str | None, kept: str,
+                     touched: list[str], outcome: Outcome) -> GradeResult:
         async with self._gate:
             try:
                 image = await asyncio.to_thread(unpack, image_ref, self.cache_dir)
@@ -81,8 +71,8 @@ class ImageRepoGrader:
             finally:
                 await session.close()
 
-    async def _run(self, task: RepoTask, image: ImageRoot, session: Session, change: tuple[str, list[str]],  # type: ignore[no-untyped-def]
-                   python: str, base: dict[str, str], outcome) -> GradeResult:
+    async def _run(self, task: RepoTask, image: ImageRoot, session: Session, change: tuple[str, list[str]],
+                   python: str, base: dict[str, str], outcome: Outcome) -> GradeResult:
         kept, touched = change
         probe = await session.exec(f"{shlex.quote(python)} -I -c {shlex.quote(_PROBE)}", timeout_s=60)  # site: a venv's prefix
         if probe.exit_code != 0:
