@@ -16,6 +16,7 @@ from coderl.sandbox.image_rootfs import ImageRoot, unpack
 from coderl.sandbox.image_session import host_python
 from coderl.sandbox.session import GATEWAY_SOCKET, SessionHost, SessionLimits
 from tests.helpers.images import DEBIAN, built_image
+from tests.helpers.tampered_git import PLANT_HOOK, PWNED, diff_past_tampered_git
 
 # slow: the first run builds the local Debian base (mmdebstrap, ~3 min on 2 vCPUs); then ~75 s here
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
@@ -152,11 +153,7 @@ def test_the_diff_ignores_the_agents_git_and_keeps_links_as_links(image):
     so the diff is the true one, nothing of the agent's runs, and a link stays a link."""
     async def body(host):
         async with await host.open_image(image, limits=LIMITS) as s:
-            await s.exec("mkdir -p .git/hooks && printf '[core]\\n\\tfsmonitor = touch /tmp/pwned\\n' > .git/config && "
-                         "printf '#!/bin/sh\\ntouch /tmp/pwned\\n' > .git/hooks/pre-commit && chmod +x .git/hooks/* && "
-                         "echo 'x = 1' > added.py && ln -s /etc/shadow leak")
-            diff = await s.finish()
-            assert "b/added.py" in diff and "+x = 1" in diff and "b/.git" not in diff, diff
+            diff = await diff_past_tampered_git(s, f"mkdir -p .git/hooks && printf '[core]\\n\\tfsmonitor = touch {PWNED}\\n' "
+                                                   f"> .git/config && {PLANT_HOOK} && ln -s /etc/shadow leak")
             assert "new file mode 120000" in diff and "+/etc/shadow" in diff and "root:" not in diff, diff
-        assert not Path("/tmp/pwned").exists()
     run(body)

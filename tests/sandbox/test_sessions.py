@@ -16,6 +16,7 @@ import pytest
 from coderl.errors import BadRequest, DiffUnavailable, EditRejected, SessionFailure
 from coderl.sandbox.session import GATEWAY_SOCKET, SessionHost, SessionLimits
 from tests.helpers.poll import wait_for_async
+from tests.helpers.tampered_git import PLANT_HOOK, PWNED, diff_past_tampered_git
 
 LIMITS = SessionLimits(episode_s=120, exec_s=20, memory_mb=512, max_processes=64, output_kb=64, disk_mb=32)
 
@@ -179,12 +180,8 @@ def test_diff_capture_ignores_a_tampered_git_dir(repo):
     uses the pristine .git and our git, so the diff is the true one and nothing of the agent runs."""
     async def body(host):
         async with await host.open(repo, limits=LIMITS) as s:
-            await s.exec("echo 'x = 1' > added.py; git config core.fsmonitor 'touch /tmp/pwned; false'; "
-                         "printf '#!/bin/sh\\ntouch /tmp/pwned\\n' > .git/hooks/pre-commit; chmod +x .git/hooks/*; "
-                         "git add -A; git -c user.email=a@b -c user.name=x commit -qm hide; echo junk > .git/index")
-            diff = await s.finish()
-            assert "b/added.py" in diff and "+x = 1" in diff
-            assert not Path("/tmp/pwned").exists()
+            await diff_past_tampered_git(s, f"git config core.fsmonitor 'touch {PWNED}; false'; {PLANT_HOOK}; git add -A; "
+                                            "git -c user.email=a@b -c user.name=x commit -qm hide; echo junk > .git/index")
     run(body)
 
 
