@@ -35,6 +35,22 @@ parse_common_args() {
   done
 }
 
+# Parse --dry-run / --help out of "$@" for the scripts that take paths (merge_checkpoint.sh,
+# eval_livecodebench.sh): DRY_RUN, and ARGS (the rest, in order). OPTIONS=pass (the first argument)
+# keeps other --options in ARGS for the command the script runs; OPTIONS=reject makes them an error.
+parse_path_args() {
+  local options="$1"; shift
+  DRY_RUN=0; ARGS=()
+  for arg in "$@"; do
+    case "$arg" in
+      --dry-run) DRY_RUN=1 ;;
+      -h|--help) usage; exit 0 ;;
+      --*) [ "$options" = pass ] || { echo "error: unknown option $arg" >&2; exit 2; }; ARGS+=("$arg") ;;
+      *) ARGS+=("$arg") ;;
+    esac
+  done
+}
+
 # DEVICE (npu when torch_npu imports, else cuda) and N_GPUS (visible accelerators), unless set.
 # Call after parse_common_args: only a dry-run may go on without accelerators.
 detect_device() {

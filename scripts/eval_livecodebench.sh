@@ -12,14 +12,7 @@
 # OUT_DIR (outputs/eval), RESULTS ($OUT_DIR/results.csv), FIGURE ($OUT_DIR/evaluation_progress.png).
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
-DRY_RUN=0; ARGS=()
-for arg in "$@"; do
-  case "$arg" in
-    --dry-run) DRY_RUN=1 ;;
-    -h|--help) usage; exit 0 ;;
-    *) ARGS+=("$arg") ;;
-  esac
-done
+parse_path_args pass "$@"
 [ "${#ARGS[@]}" -ge 1 ] || { echo "error: PATH is required (see --help)" >&2; exit 2; }
 TARGET="${ARGS[0]%/}"; EXTRA=("${ARGS[@]:1}")
 [ -e "$TARGET" ] || { echo "error: not found: $TARGET" >&2; exit 2; }

@@ -7,15 +7,7 @@
 # TARGET_DIR defaults to CHECKPOINT_DIR/huggingface_merged.
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
-DRY_RUN=0; ARGS=()
-for arg in "$@"; do
-  case "$arg" in
-    --dry-run) DRY_RUN=1 ;;
-    -h|--help) usage; exit 0 ;;
-    --*) echo "error: unknown option $arg" >&2; exit 2 ;;
-    *) ARGS+=("$arg") ;;
-  esac
-done
+parse_path_args reject "$@"
 [ "${#ARGS[@]}" -ge 1 ] || { echo "error: CHECKPOINT_DIR is required (see --help)" >&2; exit 2; }
 CKPT="${ARGS[0]%/}"
 [ -d "$CKPT/actor" ] && CKPT="$CKPT/actor"
