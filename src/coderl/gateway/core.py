@@ -46,7 +46,9 @@ class GatewaySession:
     config: SessionConfig
     deadline: float
     trajectory: Trajectory = field(default_factory=Trajectory)
-    log: list[dict[str, Any]] = field(default_factory=list)  # canonical messages of the current branch
+    # canonical messages of the current branch: {message, render (as the template saw it), at (the
+    # wall-clock time it reached the gateway, or was sampled)}
+    log: list[dict[str, Any]] = field(default_factory=list)
     tools: list[dict[str, Any]] | None = None
     text: str = ""  # the text the current branch's ids were built from
     pending: str = ""  # template text after the last output that the model did not sample
@@ -189,7 +191,8 @@ class Gateway:
             else:
                 branch.extend_context(prompt_ids)
             session.text = full
-        session.log = session.log[:matched] + [{"message": m, "render": m} for m in msgs[matched:]]
+        arrived = time.time()  # wall clock, for the record: when each message reached the gateway
+        session.log = session.log[:matched] + [{"message": m, "render": m, "at": arrived} for m in msgs[matched:]]
         session.tools = tools
         started = time.monotonic()
         remaining = session.deadline - started
@@ -207,7 +210,8 @@ class Gateway:
         turn.prompt_tokens = len(prompt_ids)
         session.text += fmt.decode(gen.ids)
         session.pending = pending
-        session.log.append({"message": turn.message(), "render": {"role": "assistant", "content": turn.raw}})
+        session.log.append({"message": turn.message(), "render": {"role": "assistant", "content": turn.raw},
+                            "at": time.time()})
         session.turns += 1
         session.ill_formed += turn.ill_formed
         if gen.stopped_by_length and want == budget:

@@ -9,6 +9,9 @@ in the record is the count that trained. Per-token text is one decoded piece per
 branch's assistant tool calls paired with the tool messages that answered them; the gateway does
 not time single commands, so timings are the episode's (harness wall time, generation time).
 verl's AgentLoopWorker hands the loop the trainer's step as ``global_steps`` (the v1 trainer).
+Each message carries when it reached the gateway or was sampled (``at``, wall clock), and the record
+names the gateway session, the model (the tokenizer's path: the policy's) and the tool definitions
+the harness sent, so an export (`coderl.records.atif`) needs nothing but the record.
 """
 
 from __future__ import annotations
@@ -38,14 +41,16 @@ def agent_record(kwargs: dict[str, Any], session: Any, tokenizer: Any, *, respon
                  harness: Any = None, grade: Any = None, max_tokens: int = 16384) -> dict[str, Any]:
     data_source = str(kwargs.get("data_source", ""))
     extra_info = dict(kwargs.get("extra_info") or {})
-    turns = [_turn(entry["message"]) for entry in session.log]
+    turns = [_turn(entry["message"], entry.get("at")) for entry in session.log]
     commands = _commands(turns)
     summary = session.summary()
     truncated = ["tokens"] if len(response_ids) > max_tokens else []
     ids = [int(i) for i in response_ids[:max_tokens]]
     record: dict[str, Any] = {
         "kind": "agent", "group": group_key(data_source, extra_info), "data_source": data_source,
-        "index": extra_info.get("index"), "reward": reward, "verdict": extra.get("verdict", ""),
+        "index": extra_info.get("index"), "session_id": session.id,
+        "model": str(getattr(tokenizer, "name_or_path", "") or ""), "tools": session.tools or [],
+        "reward": reward, "verdict": extra.get("verdict", ""),
         "grade_status": extra.get("grade_status", ""),
         "sandbox_error": int(extra.get("sandbox_error", 0)), "tool_calls": len(commands),
         "branches": summary["branches"], "drifts": summary["drifts"], "demoted_tokens": summary["demoted_tokens"],
@@ -54,7 +59,8 @@ def agent_record(kwargs: dict[str, Any], session: Any, tokenizer: Any, *, respon
         "tokens": {"prompt_len": prompt_len, "prompt_ids": _prompt_ids(session, prompt_len), "ids": ids,
                    "mask": "".join("1" if m else "0" for m in mask[:max_tokens]),
                    "logprobs": [round(float(x), 4) for x in logprobs[:max_tokens]],
-                   "turn_starts": _turn_starts(session, prompt_len), "fork_at": _fork_at(session, prompt_len),
+                   "turn_starts": _turn_starts(session, prompt_len), "turn_lengths": _turn_lengths(session, prompt_len),
+                   "fork_at": _fork_at(session, prompt_len),
                    "pieces": _pieces(tokenizer, ids)},
         "harness": {"exit_code": extra.get("agent_exit_code"), "timed_out": extra.get("agent_timed_out"),
                     "isolation": extra.get("agent_isolation"), "wall_s": getattr(harness, "wall_s", None),
@@ -70,11 +76,16 @@ def agent_record(kwargs: dict[str, Any], session: Any, tokenizer: Any, *, respon
     return record
 
 
-def _turn(message: dict[str, Any]) -> dict[str, Any]:
+def _turn(message: dict[str, Any], at: float | None = None) -> dict[str, Any]:
+    """One message of the final branch; ``at``: when it reached the gateway or was sampled (epoch s)."""
     content = message.get("content")
     text = content if isinstance(content, str) else "".join(
         p.get("text", "") for p in content or [] if isinstance(p, dict))
     turn: dict[str, Any] = {"role": str(message.get("role", "")), "content": text}
+    if at is not None:
+        turn["at"] = round(at, 3)
+    if isinstance(message.get("reasoning_content"), str):
+        turn["reasoning"] = message["reasoning_content"]
     calls = message.get("tool_calls") or []
     if calls:
         turn["tool_calls"] = [{"id": c.get("id"), "name": (c.get("function") or {}).get("name", "?"),
@@ -111,6 +122,12 @@ def _prompt_ids(session: Any, prompt_len: int) -> list[int]:
 def _turn_starts(session: Any, prompt_len: int) -> list[int]:
     """Where each sampled turn of the final branch starts, as an index into the response."""
     return [t.start - prompt_len for t in session.trajectory.final().turns if t.start >= prompt_len]
+
+
+def _turn_lengths(session: Any, prompt_len: int) -> list[int]:
+    """How many tokens each of those turns sampled (``turn_starts``' partners): the mask cannot say
+    once a failed episode's mask is zeroed."""
+    return [t.length for t in session.trajectory.final().turns if t.start >= prompt_len]
 
 
 def _fork_at(session: Any, prompt_len: int) -> int | None:
