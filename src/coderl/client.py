@@ -130,7 +130,8 @@ class SandboxClient:
                                                         "limits": limits or {}})
 
     async def grade_swe(self, items: list[dict[str, Any]], *, timeout_s: float | None = None) -> list[dict[str, Any]]:
-        """POST /v1/swe/grade: ``items`` are ``{"task": row, "patch": diff}``; one result each."""
+        """POST /v1/swe/grade: ``items`` are ``{"task": row, "patch": diff}`` (plus ``image`` for a
+        row whose environment is an image; or ``{"harbor": {task}, "patch"}``); one result each."""
         body: dict[str, Any] = {"items": items}
         if timeout_s is not None:
             body["timeout_s"] = timeout_s
@@ -272,11 +273,14 @@ class SessionService:
         await self.client.aclose()
 
     async def open(self, task: dict[str, Any] | None = None, *, limits: Any = None, env: dict[str, str] | None = None,
-                   gateway: tuple[str, str] | None = None, lease_s: float | None = None) -> RemoteSession:
-        """A session over the task row's snapshot (None: an empty work tree). ``limits``: a
-        `SessionLimits`; ``gateway``: (the gateway's URL as the sandbox node reaches it, the
-        session's credential there, i.e. the gateway session id)."""
-        body: dict[str, Any] = {"task": task, "env": env or {}, "lease_s": lease_s}
+                   gateway: tuple[str, str] | None = None, lease_s: float | None = None,
+                   image: dict[str, Any] | None = None, harbor: dict[str, Any] | None = None) -> RemoteSession:
+        """A session over the task row's snapshot (None: an empty work tree), or in an image:
+        ``image`` ``{reference, python?, workdir?}`` (the row's environment) or ``harbor`` ``{task,
+        image?}`` (a Harbor task of the node), from the node's cache (`ImageNotPulled` when it
+        lacks the image). ``limits``: a `SessionLimits`; ``gateway``: (the gateway's URL as the
+        sandbox node reaches it, the session's credential there, i.e. the gateway session id)."""
+        body: dict[str, Any] = {"task": task, "env": env or {}, "lease_s": lease_s, "image": image, "harbor": harbor}
         if limits is not None:
             body["limits"] = dataclasses.asdict(limits)
         if gateway is not None:
@@ -305,6 +309,7 @@ class RemoteSession:
         from coderl.sandbox.session import SessionLimits
 
         self.id: str = opened["id"]
+        self.workdir: str = opened["workdir"]  # where commands start: /repo, or the image's work dir
         self.warm: bool = opened["warm"]
         self.started_s: float = opened["started_ms"] / 1000
         self.limits = SessionLimits(**opened["limits"])
@@ -322,7 +327,7 @@ class RemoteSession:
         return await self._client._request(method, f"/v1/sessions/{self.id}{path}", body,  # type: ignore[no-any-return]
                                            retries=0, headers=self._auth, timeout_s=timeout_s)
 
-    async def exec(self, cmd: str, *, timeout_s: float | None = None, cwd: str = "/repo", stdin: bytes = b"",
+    async def exec(self, cmd: str, *, timeout_s: float | None = None, cwd: str | None = None, stdin: bytes = b"",
                    env: dict[str, str] | None = None) -> Any:
         """``bash -c cmd`` in the episode: the `ExecResult` a local session returns."""
         from coderl.sandbox.result import ExecResult

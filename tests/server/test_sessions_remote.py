@@ -108,7 +108,7 @@ def test_credentials_unknown_and_expired_sessions(service):
             assert (gone.status_code, gone.json()["type"]) == (410, "SessionExpired"), gone.text
             with pytest.raises(UnknownSession):
                 await RemoteSession(sessions.client, {"id": "s-nope", "token": "x", "warm": False, "started_ms": 0,
-                                                      "limits": {}, "remaining_s": 1}).exec("true")
+                                                      "limits": {}, "remaining_s": 1, "workdir": "/repo"}).exec("true")
             await a.close()
 
     run(main())

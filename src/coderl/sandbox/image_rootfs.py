@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from coderl.cache import ready_once
-from coderl.errors import ImageUnavailable
+from coderl.errors import ImageNotPulled, ImageUnavailable
 
 _ENGINE_TIMEOUT_S = 3600.0
 _GIT_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_AUTHOR_NAME": "coderl",
@@ -124,11 +124,14 @@ def build_image(context: Path, tag: str, *, dockerfile: Path | None = None) -> s
 
 def inspect(reference: str, *, pull: bool = True) -> dict:
     """The engine's description of ``reference``, pulled first when it is not on this machine."""
+    if not reference or reference.startswith("-") or any(c.isspace() for c in reference):
+        raise ImageUnavailable(f"not an image reference: {reference!r}")
     proc = subprocess.run([engine(), "image", "inspect", reference], capture_output=True, text=True,
                           timeout=_ENGINE_TIMEOUT_S)
     if proc.returncode != 0:
         if not pull:
-            raise ImageUnavailable(f"image {reference} is not on this machine ({proc.stderr.strip()[-200:]})")
+            raise ImageNotPulled(f"image {reference} is not on this machine: pre-pull it here with `coderl images pull "
+                                 f"{reference}` (on every sandbox node of a Ray cluster: add --ray)")
         _engine([engine(), "pull", "-q", reference], f"pull {reference}")
         return inspect(reference, pull=False)
     return json.loads(proc.stdout)[0]

@@ -24,17 +24,26 @@ from coderl.server.ray_sessions import SANDBOX_RESOURCE
 
 
 def unpack_here(references: list[str], cache_dir: str | None) -> dict[str, Any]:
-    """Pull (when missing) and unpack each reference on this machine: {node, images: {ref: {id, s} | {error}}}."""
+    """Pull (when missing) and unpack each reference on this machine: {node, images: {ref: {id, s} | {error}}}.
+    A reference that is a Harbor task directory here is its image: the one task.toml names, else
+    built from its environment/ (the tag a service looks it up by)."""
     from coderl.cache import default_cache_dir
-    from coderl.sandbox.image_rootfs import unpack
+    from coderl.errors import InvalidTask
+    from coderl.sandbox.image_rootfs import build_image, unpack
+    from coderl.swe.harbor import HarborTask
 
     cache = Path(cache_dir) if cache_dir else default_cache_dir()
     images: dict[str, Any] = {}
     for ref in references:
         t0 = time.monotonic()
         try:
-            images[ref] = {"id": unpack(ref, cache).image_id[:12], "s": round(time.monotonic() - t0, 1)}
-        except ImageUnavailable as exc:
+            if Path(ref).is_dir():
+                task = HarborTask.from_dir(ref)
+                ref_image = task.image or build_image(task.environment_dir, task.image_tag)
+            else:
+                ref_image = ref
+            images[ref] = {"id": unpack(ref_image, cache).image_id[:12], "s": round(time.monotonic() - t0, 1)}
+        except (ImageUnavailable, InvalidTask) as exc:
             images[ref] = {"error": str(exc)}
     return {"node": socket.gethostname(), "images": images}
 
@@ -61,7 +70,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                     "sandbox node of a Ray cluster",
                        description="Each REF is unpacked once per image id into $CODERL_CACHE/images (or --cache "
                                    "on each node). Prints one JSON line per node; exit 1 when an image failed.")
-    p.add_argument("references", nargs="+", metavar="REF", help="an image reference the node's podman can pull or has")
+    p.add_argument("references", nargs="+", metavar="REF",
+                   help="an image reference the node's podman can pull or has, or a Harbor task directory (its image)")
     p.add_argument("--cache", help="the cache directory on every node (default: its $CODERL_CACHE or ~/.cache/coderl)")
     p.add_argument("--ray", action="store_true", help="on the nodes of the Ray cluster (ray.init(address='auto'))")
     p.add_argument("--resource", default=SANDBOX_RESOURCE,

@@ -2,7 +2,9 @@
 warm pool, the snapshots and environments of this node, the reaper.
 
 - A session is opened on a task row (its snapshot and environment come from this node's own store
-  and cache, built once per node; a request never names a host path) or on an empty work tree.
+  and cache, built once per node; a request never names a host path), on an image-backed task (a
+  row with its image, or a Harbor task of this node: `coderl.server.image_tasks`, unpacked from
+  this node's cache, never pulled at request time) or on an empty work tree.
 - Each session has a random credential (``token``) that the per-session routes require; one
   session's token used for another is refused (403), an unknown id is 404, a closed or reaped one
   410.
@@ -15,9 +17,9 @@ Configuration (environment of `coderl serve`): ``CODERL_SESSIONS_MAX`` (512),
 ``CODERL_SESSION_LEASE_S`` (120), ``CODERL_SESSION_POOL`` (warm sandboxes per task, 0 = off),
 ``CODERL_SESSION_DIR`` (layers and relay sockets; a fresh temporary directory by default),
 ``CODERL_SESSION_BINDS`` (``:``-separated host paths bound read-only into every session: the
-harness's own install on this node, e.g. ``/opt/mini-swe-agent``), and the
+harness's own install on this node, e.g. ``/opt/mini-swe-agent``), the
 repository grader's ``CODERL_SWE_REPOS``, ``CODERL_CACHE``, ``CODERL_WHEELHOUSE``,
-``CODERL_SWE_CONCURRENCY``.
+``CODERL_SWE_CONCURRENCY``, and ``CODERL_HARBOR_TASKS`` (the Harbor task directories it serves).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ import shutil
 import tempfile
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -53,8 +55,10 @@ from coderl.errors import (
 from coderl.sandbox.result import ExecResult
 from coderl.sandbox.session import Session, SessionHost, SessionLimits
 from coderl.server.gateway_relay import GatewayRelay
+from coderl.server.image_tasks import HarborIn, ImageIn, ImageTask, NodeImages
 from coderl.server.session_pool import PoolKey, WarmPool
 from coderl.swe.grader import GradeResult, RepoGrader
+from coderl.swe.harbor_grader import HarborResult
 from coderl.swe.harness import SANDBOX_PORT
 from coderl.swe.store import RepoStore, git
 from coderl.swe.task import RepoTask
@@ -106,6 +110,7 @@ class Lease:
     session: Session
     relay: GatewayRelay
     task: RepoTask | None
+    image_task: ImageTask | None
     limits: SessionLimits
     env: dict[str, str]
     deadline: float
@@ -125,7 +130,7 @@ class Lease:
     def describe(self) -> dict[str, Any]:
         return {"id": self.id, "warm": self.warm, "started_ms": round(1000 * self.started_s, 2),
                 "remaining_s": round(self.remaining_s, 3), "lease_s": self.lease_s,
-                "limits": dataclasses.asdict(self.limits)}
+                "limits": dataclasses.asdict(self.limits), "workdir": self.session.workdir}
 
 
 class SessionRegistry:
@@ -137,6 +142,7 @@ class SessionRegistry:
         self.grader = None if self.store is None else RepoGrader(
             self.host, self.store, env_cache=config.cache, find_links=config.find_links,
             concurrency=config.grade_concurrency)
+        self.images = NodeImages.from_env(self.host, config.cache)
         self.http = httpx.AsyncClient(timeout=httpx.Timeout(3600.0, connect=10.0),
                                       limits=httpx.Limits(max_connections=None, max_keepalive_connections=64))
         self.pool: WarmPool[Warm] = WarmPool(self._start, self._discard, size=config.pool_size)
@@ -171,25 +177,32 @@ class SessionRegistry:
 
     # ------------------------------------------------------------------ sessions
     async def open(self, task_row: dict[str, Any] | None, limits: SessionLimits, *, env: dict[str, str],
-                   gateway: tuple[str, str] | None, lease_s: float | None) -> Lease:
+                   gateway: tuple[str, str] | None, lease_s: float | None, image: ImageIn | None = None,
+                   harbor: HarborIn | None = None) -> Lease:
         """A session on the task's snapshot (or an empty work tree), warm from the pool when one is
-        ready. ``gateway``: (the gateway's URL, this session's credential there)."""
+        ready, or in the task's image (``image``/``harbor``: never pooled). ``gateway``: (the
+        gateway's URL, this session's credential there)."""
         if len(self.leases) + self._opening >= self.config.capacity:
             raise Overloaded(f"session capacity full ({len(self.leases)} open, {self._opening} opening, of "
                              f"{self.config.capacity}); close sessions or retry")
         self._opening += 1
         try:
             t0 = time.monotonic()
-            task = None if task_row is None else RepoTask.from_row(task_row)
-            snapshot, env_dir = await self._prepare(task)
-            key = PoolKey(snapshot, env_dir, dataclasses.replace(limits, episode_s=HORIZON_S))
-            warm = self.pool.take(key)
-            session, relay = warm or await self._start(key)
+            image_task = self.images.task(task_row, image, harbor)
+            task = image_task.repo if image_task else None if task_row is None else RepoTask.from_row(task_row)
+            warm: Warm | None = None
+            if image_task is not None:
+                session, relay = await self._start_image(image_task, limits)
+            else:
+                snapshot, env_dir = await self._prepare(task)
+                key = PoolKey(snapshot, env_dir, dataclasses.replace(limits, episode_s=HORIZON_S))
+                warm = self.pool.take(key)
+                session, relay = warm or await self._start(key)
             if gateway is not None:
                 relay.attach(*gateway)
             now = time.monotonic()
             lease = Lease(id="s-" + secrets.token_hex(12), token=secrets.token_urlsafe(24), session=session,
-                          relay=relay, task=task, limits=limits, env=env, deadline=now + limits.episode_s,
+                          relay=relay, task=task, image_task=image_task, limits=limits, env=env, deadline=now + limits.episode_s,
                           lease_s=lease_s or self.config.lease_s, expires=0.0, warm=warm is not None,
                           started_s=now - t0)
             lease.renew()
@@ -232,7 +245,7 @@ class SessionRegistry:
             lease.busy -= 1
             lease.renew()
 
-    async def exec(self, lease: Lease, cmd: str, *, timeout_s: float | None, cwd: str, stdin: bytes,
+    async def exec(self, lease: Lease, cmd: str, *, timeout_s: float | None, cwd: str | None, stdin: bytes,
                    env: dict[str, str]) -> ExecResult:
         """The command under the episode's budget (the sandbox's own may be longer: pooled ones
         were started before the episode)."""
@@ -243,12 +256,15 @@ class SessionRegistry:
         return await lease.session.exec(cmd, timeout_s=min(timeout_s or lease.limits.exec_s, remaining), cwd=cwd,
                                         stdin=stdin, env={**lease.env, **env})
 
-    async def grade(self, lease: Lease) -> tuple[str, GradeResult]:
-        """The session's diff (``finish``), graded against its task in a fresh sandbox."""
-        if lease.task is None:
+    async def grade(self, lease: Lease) -> tuple[str, GradeResult | HarborResult]:
+        """The session's diff (``finish``), graded against its task in a fresh sandbox (from the
+        pristine image for an image-backed task)."""
+        if lease.task is None and lease.image_task is None:
             raise BadRequest(f"session {lease.id} was opened without a task: there is nothing to grade against")
-        assert self.grader is not None
         diff = await lease.session.finish()
+        if lease.image_task is not None:
+            return diff, await self.images.grade(lease.image_task, diff)
+        assert self.grader is not None and lease.task is not None
         return diff, await self.grader.grade(lease.task, diff)
 
     async def close(self, lease: Lease, reason: str = "closed by its client") -> None:
@@ -262,7 +278,7 @@ class SessionRegistry:
     def stats(self) -> dict[str, Any]:
         return {"open": len(self.leases), "opening": self._opening, "capacity": self.config.capacity,
                 "lease_s": self.config.lease_s, "reaped": self.reaped, "pool": self.pool.stats(),
-                "grades_tasks": self.store is not None}
+                "grades_tasks": self.store is not None, "harbor_tasks": self.images.harbor_dir is not None}
 
     # ------------------------------------------------------------------ internals
     async def _prepare(self, task: RepoTask | None) -> tuple[Path, Path | None]:
@@ -277,12 +293,20 @@ class SessionRegistry:
         return self._prepared[key]
 
     async def _start(self, key: PoolKey) -> Warm:
+        return await self._relayed(lambda relay: self.host.open(
+            key.snapshot, limits=key.limits, env_dir=key.env_dir, ro_binds=self.config.ro_binds,
+            gateway_socket=str(relay.path), gateway_port=SANDBOX_PORT))
+
+    async def _start_image(self, task: ImageTask, limits: SessionLimits) -> Warm:
+        return await self._relayed(lambda relay: self.images.open(
+            task, limits, ro_binds=self.config.ro_binds, gateway_socket=str(relay.path), gateway_port=SANDBOX_PORT))
+
+    async def _relayed(self, open_session: Callable[[GatewayRelay], Awaitable[Session]]) -> Warm:
+        """A session opened with its own gateway relay (closed again when the open fails)."""
         relay = GatewayRelay(self.relays_dir / f"{secrets.token_hex(8)}.sock", self.http)
         await relay.start()
         try:
-            session = await self.host.open(key.snapshot, limits=key.limits, env_dir=key.env_dir,
-                                           ro_binds=self.config.ro_binds, gateway_socket=str(relay.path),
-                                           gateway_port=SANDBOX_PORT)
+            session = await open_session(relay)
         except BaseException:
             await relay.close()
             raise

@@ -4,8 +4,8 @@ episode's sandbox can run on a sandbox node while its agent loop runs on a train
 Routes (client: `coderl.client.SessionService` and its `RemoteSession`, which has the interface of
 a local `Session`)::
 
-    POST   /v1/sessions                  open    {task?, limits?, env?, gateway?, lease_s?}
-                                         -> {id, token, warm, started_ms, remaining_s, lease_s, limits}
+    POST   /v1/sessions                  open    {task?, image?, harbor?, limits?, env?, gateway?, lease_s?}
+                                         -> {id, token, warm, started_ms, remaining_s, lease_s, limits, workdir}
     GET    /v1/sessions                  the node's numbers: open, capacity, pool, reaped
     POST   /v1/sessions/warm             keep sandboxes of {task?, limits?} ready (warm pool)
     POST   /v1/sessions/{id}/exec        {cmd, timeout_s?, cwd?, stdin_b64?, env?} -> the ExecResult
@@ -19,7 +19,12 @@ a local `Session`)::
     DELETE /v1/sessions/{id}             close
 
 ``task`` is a repository task row (as `/v1/swe/grade` takes; the snapshot and environment come from
-this node's store) or absent (an empty work tree). ``gateway`` is ``{url, credential}``: the
+this node's store) or absent (an empty work tree). With ``image`` (``{reference, python?, workdir?}``)
+the row's environment is that image; ``harbor`` (``{task, image?}``) names a Harbor task of this
+node's ``CODERL_HARBOR_TASKS``: both run in the image unpacked from this node's cache, which must
+already hold it (else 409 `ImageNotPulled`: `coderl images pull`; `coderl.server.image_tasks`), and
+``grade`` grades from the pristine image (the Harbor task's verifier). ``exec``'s ``cwd`` defaults to
+the session's work dir (``/repo``, or the image's). ``gateway`` is ``{url, credential}``: the
 gateway's address as this node reaches it and the session's credential there (the gateway session
 id); the sandbox reaches it at ``127.0.0.1:18001`` through `gateway_relay`. Every per-session
 route needs ``Authorization: Bearer <token>`` (the token the open returned): none is 401, another
@@ -43,7 +48,8 @@ from fastapi import APIRouter, FastAPI, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from coderl.errors import BadRequest, TooLarge
-from coderl.sandbox.session import REPO, SessionLimits
+from coderl.sandbox.session import SessionLimits
+from coderl.server.image_tasks import HarborIn, ImageIn, result_wire
 from coderl.server.service import service_of
 from coderl.server.session_registry import RegistryConfig, SessionRegistry
 
@@ -74,6 +80,8 @@ class GatewayIn(BaseModel):
 class OpenIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     task: dict[str, Any] | None = None
+    image: ImageIn | None = None
+    harbor: HarborIn | None = None
     limits: LimitsIn = LimitsIn()
     env: dict[str, str] = Field(default_factory=dict)
     gateway: GatewayIn | None = None
@@ -90,7 +98,7 @@ class ExecIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     cmd: str = Field(max_length=1 << 20)
     timeout_s: float | None = Field(default=None, gt=0, le=86400)
-    cwd: str = REPO
+    cwd: str | None = None  # the session's work dir
     stdin_b64: str = Field(default="", max_length=(MAX_FILE_BYTES * 4) // 3 + 4)
     env: dict[str, str] = Field(default_factory=dict)
 
@@ -109,7 +117,7 @@ class WriteIn(BaseModel):
 
 class ListIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    path: str = REPO
+    path: str = "."  # the session's work dir
     max_entries: int = Field(default=1000, gt=0, le=100000)
 
 
@@ -164,7 +172,7 @@ async def open_session(body: OpenIn, request: Request) -> dict[str, Any]:
     registry = await registry_of(request)
     gateway = None if body.gateway is None else (body.gateway.url, body.gateway.credential)
     lease = await registry.open(body.task, SessionLimits(**body.limits.model_dump()), env=body.env, gateway=gateway,
-                                lease_s=body.lease_s)
+                                lease_s=body.lease_s, image=body.image, harbor=body.harbor)
     return {**service_of(request).meta(), **lease.describe(), "token": lease.token}
 
 
@@ -244,7 +252,7 @@ async def grade(sid: str, request: Request) -> dict[str, Any]:
     registry = await registry_of(request)
     async with registry.use(sid, _token(request)) as lease:
         diff, result = await registry.grade(lease)
-    return {**service_of(request).meta(), **result.to_dict(), "diff": diff}
+    return {**service_of(request).meta(), **result_wire(result), "diff": diff}
 
 
 @router.post("/v1/sessions/{sid}/renew", summary="Renew the session's lease")

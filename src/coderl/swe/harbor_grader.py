@@ -30,7 +30,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from coderl.errors import EditRejected, SandboxError
+from coderl.errors import EditRejected, ImageNotPulled, SandboxError
 from coderl.sandbox.image_rootfs import ImageRoot, build_image, unpack
 from coderl.sandbox.session import Session, SessionHost, SessionLimits
 from coderl.swe.grade_status import GradeStatus
@@ -87,12 +87,20 @@ def scalar(rewards: dict[str, float]) -> float:
 class HarborRunner:
     """Images, episodes and grading of Harbor tasks on one ``SessionHost``."""
 
-    def __init__(self, host: SessionHost, cache_dir: Path, *, concurrency: int = 2) -> None:
-        self.host, self.cache_dir = host, cache_dir
+    def __init__(self, host: SessionHost, cache_dir: Path, *, concurrency: int = 2, fetch: bool = True) -> None:
+        """``fetch``: build or pull a task image this machine lacks (False on a service, which
+        answers `ImageNotPulled` instead: `coderl images pull TASK_DIR` builds it ahead)."""
+        self.host, self.cache_dir, self.fetch = host, cache_dir, fetch
         self._gate = asyncio.Semaphore(concurrency)
 
     async def image(self, task: HarborTask) -> ImageRoot:
         """The task's image, built and unpacked when this machine has not yet (off the event loop)."""
+        if not self.fetch:
+            try:
+                return await asyncio.to_thread(unpack, task.image or task.image_tag, self.cache_dir, pull=False)
+            except ImageNotPulled:
+                raise ImageNotPulled(f"Harbor task {task.name}: its image {task.image or task.image_tag} is not on this "
+                                     f"machine: pre-pull (or build) it with `coderl images pull {task.task_dir}`") from None
         reference = task.image or await asyncio.to_thread(build_image, task.environment_dir, task.image_tag)
         return await asyncio.to_thread(unpack, reference, self.cache_dir)
 
@@ -103,12 +111,13 @@ class HarborRunner:
     async def open_episode(self, task: HarborTask, *, env: dict[str, str] | None = None,
                            ro_binds: tuple[str, ...] = (), gateway_socket: str | None = None,
                            gateway_port: int | None = None, timeout_s: float | None = None,
-                           ro_mounts: tuple[tuple[str, str], ...] = ()) -> Session:
-        """An agent's episode: the task's image, its work dir, the agent's user; never the tests."""
+                           ro_mounts: tuple[tuple[str, str], ...] = (), limits: SessionLimits | None = None) -> Session:
+        """An agent's episode: the task's image, its work dir, the agent's user; never the tests.
+        ``limits``: the caller's (a remote session's), else the task's with ``timeout_s``."""
         image = await self.image(task)
         return await self.host.open_image(
             image, workdir=task.workdir or None, user=task.agent_user,
-            limits=self.limits(task, timeout_s or task.agent_timeout_s), ro_binds=ro_binds, ro_mounts=ro_mounts,
+            limits=limits or self.limits(task, timeout_s or task.agent_timeout_s), ro_binds=ro_binds, ro_mounts=ro_mounts,
             gateway_socket=gateway_socket, gateway_port=gateway_port, env={**task.environment_env, **(env or {})})
 
     async def oracle_diff(self, task: HarborTask) -> str:

@@ -133,18 +133,19 @@ async def run_in_sandbox(template: str, *, host: Any, repo_dir: Path, task: str,
 async def run_in_remote_sandbox(template: str, *, sessions: Any, task_row: dict[str, Any] | None, task: str,
                                 gateway_url: str, session_id: str, model: str, timeout_s: float,
                                 limits: Any = None, env: dict[str, str] | None = None,
-                                capture_diff: bool = False) -> HarnessResult:
+                                capture_diff: bool = False, image: dict[str, Any] | None = None,
+                                harbor: dict[str, Any] | None = None) -> HarnessResult:
     """The harness in a session sandbox on a sandbox node (``sessions``: a
     `coderl.client.SessionService`), over the snapshot of ``task_row`` (None: an empty work tree)
-    from that node's own store. The node relays the sandbox's 127.0.0.1:SANDBOX_PORT to
+    from that node's own store, or in the row's ``image`` / the node's ``harbor`` task
+    (`coderl.server.image_tasks`). The node relays the sandbox's 127.0.0.1:SANDBOX_PORT to
     ``gateway_url`` (the gateway as the node reaches it) with ``session_id`` as the credential:
     the harness sees what it sees in a local sandbox. The harness's own install must be on the
     node, bound by the service (``CODERL_SESSION_BINDS``): a request never names host paths."""
-    from coderl.sandbox.session import REPO
-
-    values = _values(f"http://127.0.0.1:{SANDBOX_PORT}", session_id, model, f"/tmp/{TASK_FILE}", REPO)
-    session = await sessions.open(task_row, limits=limits or _limits(timeout_s),
+    values = _values(f"http://127.0.0.1:{SANDBOX_PORT}", session_id, model, f"/tmp/{TASK_FILE}", "")
+    session = await sessions.open(task_row, limits=limits or _limits(timeout_s), image=image, harbor=harbor,
                                   env={**_environment(values), **(env or {})}, gateway=(gateway_url, session_id))
+    values["workdir"] = session.workdir  # the node's answer: /repo, or the image's work dir
     return await _episode(session, template, values, task, timeout_s, capture_diff)
 
 

@@ -82,3 +82,15 @@ class ImageEpisodes:
         grader = self._graders.setdefault(cache, ImageRepoGrader(self.host, cache))
         return await grader.grade(task, info["image"], diff or "", python=info.get("image_python") or DEFAULT_PYTHON,
                                   workdir=info.get("workdir") or None)
+
+
+def remote_task(info: dict[str, Any]) -> dict[str, Any]:
+    """What a session service is sent for an image row (``coderl.server.image_tasks``): ``task`` and
+    ``image``, or ``harbor``: the Harbor task's directory name (the service reads its own copy)."""
+    if info.get("harbor_task"):
+        row = info["harbor_task"]
+        row = json.loads(row) if isinstance(row, str) else dict(row)
+        return {"harbor": {"task": Path(row["task_dir"]).name, "image": row.get("image") or None}}
+    return {"task": json.loads(info["task"]),
+            "image": {"reference": info["image"], "python": info.get("image_python") or None,
+                      "workdir": info.get("workdir") or None}}

@@ -44,8 +44,9 @@ class ImageRepoGrader:
     """Grades diffs against repository tasks that name an image; ``concurrency`` fresh sandboxes at a time."""
 
     def __init__(self, host: SessionHost, cache_dir: Path, *, limits: SessionLimits = DEFAULT_GRADE_LIMITS,
-                 concurrency: int = 2) -> None:
-        self.host, self.cache_dir, self.limits = host, cache_dir, limits
+                 concurrency: int = 2, pull: bool = True) -> None:
+        """``pull``: pull an image this machine lacks (False on a service: `ImageNotPulled`)."""
+        self.host, self.cache_dir, self.limits, self.pull = host, cache_dir, limits, pull
         self._gate = asyncio.Semaphore(concurrency)
 
     async def grade(self, task: RepoTask, image_ref: str, diff: str, *, python: str = DEFAULT_PYTHON,
@@ -56,7 +57,7 @@ class ImageRepoGrader:
                      touched: list[str], outcome: Outcome) -> GradeResult:
         async with self._gate:
             try:
-                image = await asyncio.to_thread(unpack, image_ref, self.cache_dir)
+                image = await asyncio.to_thread(unpack, image_ref, self.cache_dir, pull=self.pull)
                 workdir = os.path.normpath(workdir or image.workdir)
                 pristine = await asyncio.to_thread(image.pristine_git, workdir)
                 base = await asyncio.to_thread(base_tree, pristine)

@@ -53,14 +53,15 @@ from verl.experimental.agent_loop.agent_loop import (
     register,
 )
 
-from coderl.errors import CoderlError, SessionFailure
+from coderl.errors import CoderlError
 from coderl.gateway.chat import ChatFormat
 from coderl.gateway.core import SessionConfig
 from coderl.records.agent import record_episode
 from coderl.swe.grade_status import GradeStatus
 from coderl.swe.grader import GradeResult
+from coderl.swe.harbor_grader import HarborResult
 from coderl.swe.harness import HarnessResult, run_in_sandbox, run_on_host
-from coderl.swe.image_episodes import is_image_row
+from coderl.swe.image_episodes import is_image_row, remote_task
 from coderl.verl.episode_worker import EpisodeWorker
 
 logger = logging.getLogger(__name__)
@@ -170,18 +171,17 @@ class GatewayAgentLoop(AgentLoopBase):
             return await run_on_host(self.command, workdir=workdir, task=task, gateway_url=worker.http_url,
                                      session_id=sid, model=self.model_name, timeout_s=self.timeout_s, env=self.env)
         info = kwargs.get("extra_info") or {}
-        if is_image_row(info) and self.sessions_url:  # never silently on the node's snapshot instead
-            raise SessionFailure("image-backed tasks run in this worker's own sessions: the session service "
-                                 "(sessions_url) does not open images yet")
-        if self.sessions_url:  # the row's task by name; the node has its own snapshot and environment
+        if self.sessions_url:  # the row's task by name; the node has its own snapshot, environment, images
             from coderl.server.ray_sessions import ReplicaSessions
             from coderl.swe.harness import run_in_remote_sandbox
 
+            named = remote_task(info) if is_image_row(info) else \
+                {"task": json.loads(info["task"]) if info.get("task") else None}
             async with ReplicaSessions(self.sessions_url.split(",")) as sessions:  # one URL or the replicas'
                 return await run_in_remote_sandbox(
-                    self.command, sessions=sessions, task_row=json.loads(info["task"]) if info.get("task") else None,
-                    task=task, gateway_url=self.gateway_url or worker.http_url, session_id=sid,
-                    model=self.model_name, timeout_s=self.timeout_s, env=self.env, capture_diff=True)
+                    self.command, sessions=sessions, task_row=named.get("task"), image=named.get("image"),
+                    harbor=named.get("harbor"), task=task, gateway_url=self.gateway_url or worker.http_url,
+                    session_id=sid, model=self.model_name, timeout_s=self.timeout_s, env=self.env, capture_diff=True)
         if is_image_row(info):  # the task's own image: an image-backed session (coderl.swe.image_episodes)
             return await worker.images.run_harness(info, self.command, task=task, gateway_socket=worker.socket_path,
                                                    session_id=sid, model=self.model_name, timeout_s=self.timeout_s,
@@ -215,22 +215,25 @@ class GatewayAgentLoop(AgentLoopBase):
                                      "sandbox_error": int(out.get("sandbox_error", 0))}
 
 
-    async def _grade_remote(self, extra_info: dict[str, Any], diff: str | None) -> GradeResult:
-        """The diff graded by the session service (``/v1/swe/grade`` on the sandbox nodes)."""
+    async def _grade_remote(self, extra_info: dict[str, Any], diff: str | None) -> GradeResult | HarborResult:
+        """The diff graded by the session service (``/v1/swe/grade`` on the sandbox nodes; an image
+        row from the pristine image there, a Harbor row by its verifier)."""
         from coderl.client import SandboxClient
 
+        instance_id = str(extra_info.get("instance_id", ""))
         try:
-            row = json.loads(extra_info["task"])
+            named = remote_task(extra_info) if is_image_row(extra_info) else {"task": json.loads(extra_info["task"])}
         except (KeyError, TypeError, ValueError) as exc:
-            return GradeResult(instance_id=str(extra_info.get("instance_id", "")), status=GradeStatus.SANDBOX_ERROR,
+            return GradeResult(instance_id=instance_id, status=GradeStatus.SANDBOX_ERROR,
                                reward=None, message=f"the row carries no readable task: {exc}")
         async with SandboxClient(self.sessions_url.split(","), timeout_s=3600.0) as client:
-            (out,) = await client.grade_swe([{"task": row, "patch": diff or ""}])
+            (out,) = await client.grade_swe([{**named, "patch": diff or ""}])
         if "error" in out:
-            return GradeResult(instance_id=str(row.get("instance_id", "")), status=GradeStatus.SANDBOX_ERROR,
+            return GradeResult(instance_id=instance_id, status=GradeStatus.SANDBOX_ERROR,
                                reward=None, message=str(out["error"]))
-        fields = {k: v for k, v in out.items() if k in GradeResult.__dataclass_fields__}
-        return GradeResult(**{**fields, "status": GradeStatus(out["status"])})
+        kind = HarborResult if "rewards" in out else GradeResult
+        fields = {k: v for k, v in out.items() if k in kind.__dataclass_fields__}
+        return kind(**{**fields, "status": GradeStatus(out["status"])})
 
 
 # A plain @register would replace the YAML's entry (its options: the harness command) with a bare

@@ -1,0 +1,183 @@
+"""Image-backed tasks on the session service (`coderl serve` on 127.0.0.1, `coderl.server.image_tasks`):
+a real SWE-bench Lite instance (pallets__flask-4992) in the SWE-bench-shaped image the image-grader
+tests build here with podman, and the hello-shell Harbor task. The image is unpacked from the
+SERVICE's cache; the client names it. Shown: a remote session in the image (its work dir and
+Python, the relay), the verl agent loop's episode over remote sessions in the image (a scripted
+model driving the scripted harness, which runs on the image's own python3) graded resolved by the
+service, `/v1/swe/grade` of the image row (gold resolves, no change does not), a Harbor task by
+name (oracle 1, empty 0), and a node lacking the image: 409 `ImageNotPulled` / ``sandbox_error``
+naming `coderl images pull`, never a pull at request time."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import uuid
+from unittest import mock
+
+import pytest
+
+from coderl.client import SandboxClient, SessionService
+from coderl.errors import BadRequest, ImageNotPulled
+from coderl.sandbox.session import SessionLimits
+from coderl.swe.harness import run_in_remote_sandbox
+from coderl.swe.task import RepoTask
+from tests.agent.test_agent_loop import HERE, ScriptedServer, char_ids, config
+from tests.agent.test_image_repo_tasks import FIX, INSTANCE, SHORT_TASK
+from tests.helpers.images import ROOT, SWE_LITE, swe_bench_image
+from tests.helpers.service import running_service
+
+# slow: the flask image (built by tests/agent/test_image_repo_tasks.py too: the same tag, built once)
+# and the hello-shell Harbor image (tests/agent/test_harbor_tasks.py's); each grade of flask-4992 runs pytest
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
+HARBOR = ROOT / "tests" / "fixtures" / "harbor"
+LIMITS = SessionLimits(episode_s=300, exec_s=120, memory_mb=1024, max_processes=128, output_kb=256, disk_mb=256)
+ABSENT = "localhost/coderl-test/absent:0"
+
+
+@pytest.fixture(scope="module")
+def image(tmp_path_factory) -> str:
+    return swe_bench_image(INSTANCE, tmp_path_factory.mktemp("ctx"))
+
+
+@pytest.fixture(scope="module")
+def row() -> dict:
+    rows = json.loads((SWE_LITE / "rows.json").read_text())
+    return RepoTask.from_row(next(r for r in rows if r["instance_id"] == INSTANCE)).to_row()
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory, image):
+    """The service with its own cache, the Harbor tasks it serves and the scripted harness bound in;
+    the hello-shell image pre-pulled into that cache with `coderl images pull TASK_DIR` (the flask
+    image is only in the engine: the service unpacks it on first use, from local storage)."""
+    cache = tmp_path_factory.mktemp("cache")
+    env = {"CODERL_CACHE": str(cache), "CODERL_HARBOR_TASKS": str(HARBOR), "CODERL_SESSION_BINDS": str(HERE),
+           "CODERL_SESSION_DIR": str(tmp_path_factory.mktemp("sessions"))}
+    pulled = subprocess.run([sys.executable, "-m", "coderl.cli", "images", "pull", str(HARBOR / "hello-shell")],
+                            capture_output=True, text=True, env={**os.environ, **env}, timeout=1200)
+    assert pulled.returncode == 0 and '"id"' in pulled.stdout, pulled.stdout + pulled.stderr[-2000:]
+    with mock.patch.dict(os.environ, env), running_service(slots=1) as url:
+        yield url
+
+
+def test_session_in_the_image_and_its_grade(service, image, row):
+    """A remote session in the flask image: /testbed, the image's Python with flask; FIX run there, then
+    the session's grade (a fresh sandbox from the pristine image, on the node): resolved."""
+    async def main():
+        async with SessionService(service, timeout_s=600) as sessions:
+            s = await sessions.open(row, image={"reference": image}, limits=LIMITS)
+            try:
+                assert s.workdir == "/testbed"
+                r = await s.exec("pwd; python3 -c 'import flask, pytest; print(flask.__file__)'")
+                assert r.stdout.split("\n")[:2] == ["/testbed", "/testbed/src/flask/__init__.py"], r
+                assert "text: bool" in (await s.exec(FIX)).stdout
+                return await s.grade()
+            finally:
+                await s.close()
+
+    graded = asyncio.run(main())
+    assert graded["status"] == "resolved" and graded["reward"] == 1.0, graded
+    assert "src/flask/config.py" in graded["diff"]
+
+
+def test_grade_route_gold_resolves_and_empty_does_not(service, image, row):
+    async def main():
+        async with SandboxClient(service, timeout_s=1200) as client:
+            return await client.grade_swe([{"task": row, "image": {"reference": image}, "patch": RepoTask.from_row(row).gold_patch},
+                                           {"task": row, "image": {"reference": image}, "patch": ""}])
+
+    gold, empty = asyncio.run(main())
+    assert (gold["status"], gold["reward"]) == ("resolved", 1.0), gold
+    assert len(gold["pass_to_pass"]) == 18 and set(gold["pass_to_pass"].values()) == {"PASSED"}, gold
+    assert (empty["status"], empty["reward"]) == ("unresolved", 0.0), empty
+    assert empty["fail_to_pass"] == {"tests/test_config.py::test_config_from_file_toml": "FAILED"}, empty
+
+
+def test_harbor_task_by_name(service):
+    """hello-shell by its name on the node: the agent's session (/app), the oracle's command there,
+    graded by the task's verifier (1); no change graded over /v1/swe/grade (0)."""
+    async def main():
+        async with SessionService(service, timeout_s=600) as sessions:
+            s = await sessions.open(harbor={"task": "hello-shell"}, limits=LIMITS)
+            try:
+                r = await s.exec("pwd; ls /tests 2>&1; echo 'Hello, world!' > hello.txt")
+                assert s.workdir == "/app" and r.stdout.startswith("/app\n") and "No such file" in r.stdout, r
+                solved = await s.grade()
+            finally:
+                await s.close()
+        async with SandboxClient(service, timeout_s=600) as client:
+            (empty,) = await client.grade_swe([{"harbor": {"task": "hello-shell"}, "patch": ""}])
+        return solved, empty
+
+    solved, empty = asyncio.run(main())
+    assert (solved["status"], solved["reward"], solved["instance_id"]) == ("resolved", 1.0, "hello-shell"), solved
+    assert (empty["status"], empty["reward"]) == ("unresolved", 0.0), empty
+
+
+def test_an_image_the_node_lacks_is_named_not_pulled(service, row):
+    async def main():
+        async with SessionService(service) as sessions:
+            with pytest.raises(ImageNotPulled, match="coderl images pull localhost/coderl-test/absent:0"):
+                await sessions.open(row, image={"reference": ABSENT}, limits=LIMITS)
+            with pytest.raises(BadRequest, match="no Harbor task 'absent'"):
+                await sessions.open(harbor={"task": "absent"}, limits=LIMITS)
+        async with SandboxClient(service) as client:
+            return await client.grade_swe([{"task": row, "image": {"reference": ABSENT}, "patch": ""},
+                                           {"image": {"reference": ABSENT}, "patch": ""}])
+
+    missing, no_task = asyncio.run(main())
+    assert missing["status"] == "sandbox_error" and missing["reward"] is None, missing
+    assert "coderl images pull" in missing["message"], missing
+    assert "send its row as 'task'" in no_task["error"], no_task
+
+
+@pytest.mark.verl
+def test_agent_loop_episode_in_the_image_over_remote_sessions(service, image, row, tokenizer, tmp_path):
+    """verl's `GatewayAgentLoop` with ``sessions_url`` on a `coderl data swe` row with an image: the
+    scripted harness (run by the image's python3, bound in by the node) reaches the loop's gateway
+    through the node's relay, its model's one tool call applies FIX; the service grades the diff
+    from the pristine image: resolved, reward 1."""
+    from verl.experimental.agent_loop.agent_loop import DictConfigWrap, ToolListWrap
+    from verl.utils.dataset.rl_dataset import RLHFDataset
+
+    from coderl.verl.agent_loop import GatewayAgentLoop
+    from tests.helpers.qwen_tokenizer import build_tiny_model
+
+    call = json.dumps({"name": "bash", "arguments": {"cmd": FIX}})
+    server = ScriptedServer(tokenizer, [char_ids(tokenizer, f"Fixing.\n<tool_call>\n{call}\n</tool_call>"),
+                                        char_ids(tokenizer, "Fixed.")])
+    command = f"python3 {HERE / 'scripted_agent.py'}"
+    cfg = config(build_tiny_model(), tmp_path, "sandbox", command, [])
+    extra_info = {"instance_id": INSTANCE, "task": json.dumps(row), "image": image}
+
+    async def main():
+        loop = GatewayAgentLoop(trainer_config=DictConfigWrap(cfg), server_manager=server, tokenizer=tokenizer,
+                                processor=None, dataset_cls=RLHFDataset, data_config=DictConfigWrap(cfg.data),
+                                hf_model_type="qwen2", tools=ToolListWrap([]), command=command, timeout_s=300,
+                                score="repo", sessions_url=service)
+        return await loop.run({"temperature": 1.0}, raw_prompt=[{"role": "user", "content": SHORT_TASK}],
+                              data_source="coderl/swe", reward_model={"ground_truth": INSTANCE},
+                              extra_info=extra_info)
+
+    out = asyncio.run(main())
+    assert out.extra_fields["sandbox_error"] == 0, out.extra_fields
+    assert "text: bool" in tokenizer.decode(out.response_ids)  # the tool ran in the image, its output recorded
+    assert out.extra_fields["grade_status"] == "resolved" and out.reward_score == 1.0, out.extra_fields
+
+
+def test_run_in_remote_sandbox_renders_the_image_workdir(service, image, row):
+    """The harness template's {workdir} is the node's answer (the image's /testbed), not /repo."""
+    async def main():
+        async with SessionService(service) as sessions:
+            return await run_in_remote_sandbox("cd {workdir} && pwd", sessions=sessions,
+                                               task_row=row, image={"reference": image}, task="t",
+                                               gateway_url="http://127.0.0.1:9", session_id=f"ep-{uuid.uuid4().hex}",
+                                               model="m", timeout_s=60, capture_diff=True)
+
+    result = asyncio.run(main())
+    assert result.exit_code == 0 and result.output_tail.startswith("/testbed\n"), result
+    assert result.diff == "", result
