@@ -13,7 +13,7 @@ import json
 
 import pytest
 from tests.helpers import mini_episode
-from tests.helpers.images import SWE_LITE, swe_bench_image
+from tests.helpers.images import swe_bench_image, swe_lite_task
 
 from coderl.sandbox.session import SessionHost
 from coderl.swe.grade_status import GradeStatus
@@ -38,8 +38,7 @@ def image(tmp_path_factory) -> str:
 
 @pytest.fixture(scope="module")
 def task() -> RepoTask:
-    rows = json.loads((SWE_LITE / "rows.json").read_text())
-    return RepoTask.from_row(next(r for r in rows if r["instance_id"] == INSTANCE))
+    return swe_lite_task(INSTANCE)
 
 
 def test_gold_resolves_and_no_change_does_not(image, task, tmp_path):

@@ -4,6 +4,7 @@ local bases scripts/build_images.sh makes (no registry), once: a tag names the h
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -11,6 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from coderl.swe.task import RepoTask
 
 ROOT = Path(__file__).resolve().parents[2]
 DEBIAN = "localhost/coderl-base/debian:bookworm"
@@ -68,6 +71,12 @@ RUN pip install -q --no-index --find-links /tmp/wheels /tmp/wheels/*.whl && rm -
 COPY testbed /testbed
 WORKDIR /testbed
 """
+
+
+def swe_lite_task(instance_id: str) -> RepoTask:
+    """The task of one SWE-bench Lite instance from the offline copy (the row its image is built for)."""
+    rows = json.loads((SWE_LITE / "rows.json").read_text())
+    return RepoTask.from_row(next(r for r in rows if r["instance_id"] == instance_id))
 
 
 def swe_bench_image(instance_id: str, context: Path) -> str:

@@ -27,7 +27,7 @@ from coderl.swe.harness import run_in_remote_sandbox
 from coderl.swe.task import RepoTask
 from tests.agent.test_agent_loop import HERE, ScriptedServer, char_ids, config
 from tests.agent.test_image_repo_tasks import FIX, INSTANCE, SHORT_TASK
-from tests.helpers.images import ROOT, SWE_LITE, swe_bench_image
+from tests.helpers.images import ROOT, swe_bench_image, swe_lite_task
 from tests.helpers.service import running_service
 
 # slow: the flask image (built by tests/agent/test_image_repo_tasks.py too: the same tag, built once)
@@ -45,8 +45,7 @@ def image(tmp_path_factory) -> str:
 
 @pytest.fixture(scope="module")
 def row() -> dict:
-    rows = json.loads((SWE_LITE / "rows.json").read_text())
-    return RepoTask.from_row(next(r for r in rows if r["instance_id"] == INSTANCE)).to_row()
+    return swe_lite_task(INSTANCE).to_row()
 
 
 @pytest.fixture(scope="module")
