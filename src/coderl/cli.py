@@ -25,6 +25,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "coderl.demo",
     "coderl.gateway.cli",
     "coderl.view.cli",
+    "coderl.view.export",
     "coderl.server.ray_images",
 )
 

@@ -1,0 +1,63 @@
+"""The `harbor` package (Harbor's own ATIF trajectory models), in a Python 3.12 virtualenv of its
+own under coderl's cache: harbor 0.26 needs Python 3.12 and brings litellm, supabase, openai and
+about 120 packages (321 MB), none of which coderl's .venv (Python 3.11) should hold. Used to read
+coderl's ATIF exports back with harbor itself (tests/agent/test_atif_export.py).
+
+``python -m tests.helpers.harbor_venv`` builds it (uv; about 15 s with uv's cache warm)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from coderl.cache import default_cache_dir
+
+HARBOR_VERSION = "0.26.0"  # the version the export is validated against
+READ_BACK = Path(__file__).with_name("atif_read_back.py")
+
+
+def harbor_venv() -> Path:
+    """``$CODERL_HARBOR_VENV``, else ``<coderl cache>/harbor-<version>``."""
+    return Path(os.environ.get("CODERL_HARBOR_VENV") or default_cache_dir() / f"harbor-{HARBOR_VERSION}")
+
+
+def harbor_python() -> Path | None:
+    """The venv's interpreter when it has harbor ``HARBOR_VERSION`` importable, else None."""
+    python = harbor_venv() / "bin" / "python"
+    if not python.exists():
+        return None
+    probe = subprocess.run([str(python), "-c", "import harbor.models.trajectories; from importlib.metadata import "
+                            "version; print(version('harbor'))"], capture_output=True, text=True, timeout=120)
+    return python if probe.returncode == 0 and probe.stdout.strip() == HARBOR_VERSION else None
+
+
+def build_harbor_venv() -> Path:
+    """Make the venv (idempotent) with a Python 3.12 found on this machine; its interpreter."""
+    from coderl.swe.environment import uv_binary
+    from coderl.swe.interpreters import find_python
+
+    found = harbor_python()
+    if found is not None:
+        return found
+    venv = harbor_venv()
+    subprocess.run([uv_binary(), "venv", "-q", "--clear", "-p", find_python("3.12"), str(venv)], check=True, timeout=300)
+    subprocess.run([uv_binary(), "pip", "install", "-q", "-p", str(venv / "bin" / "python"), f"harbor=={HARBOR_VERSION}"],
+                   check=True, timeout=900)
+    python = harbor_python()
+    if python is None:
+        raise RuntimeError(f"harbor {HARBOR_VERSION} is not importable in {venv} after installing it")
+    return python
+
+
+def read_back(python: Path, paths: list[Path]) -> list[dict]:
+    """Harbor's verdict on each exported file (tests/helpers/atif_read_back.py, run by harbor's Python)."""
+    import json
+
+    proc = subprocess.run([str(python), str(READ_BACK), *map(str, paths)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return [json.loads(line) for line in proc.stdout.splitlines()]
+
+
+if __name__ == "__main__":
+    print(build_harbor_venv())
