@@ -19,13 +19,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from coderl.view.page import write_view
-    from coderl.view.reader import read_run
+    from coderl.view.reader import read_run, run_directory
 
-    run_dir = Path(args.run_dir)
-    if not run_dir.exists():
-        raise FileNotFoundError(f"run directory not found: {run_dir}")
-    if not run_dir.is_dir():
-        raise ValueError(f"not a directory: {run_dir} (coderl view takes a run's output directory)")
+    run_dir = run_directory(args.run_dir, "coderl view")
     out = Path(args.out) if args.out else run_dir / "view.html"
     if out.is_dir():
         raise IsADirectoryError(f"--out is a directory: {out} (give a file name)")

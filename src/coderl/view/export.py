@@ -26,13 +26,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run_atif(args: argparse.Namespace) -> int:
     from coderl.records.atif import SCHEMA_VERSION, atif_trajectory
-    from coderl.view.reader import read_run
+    from coderl.view.reader import read_run, run_directory
 
-    run_dir = Path(args.run_dir)
-    if not run_dir.exists():
-        raise FileNotFoundError(f"run directory not found: {run_dir}")
-    if not run_dir.is_dir():
-        raise ValueError(f"not a directory: {run_dir} (coderl export takes a run's output directory)")
+    run_dir = run_directory(args.run_dir, "coderl export")
     out = Path(args.out) if args.out else run_dir / "atif"
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out is not a directory: {out}")

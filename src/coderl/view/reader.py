@@ -45,6 +45,16 @@ class RunRecords:
             return str(path)
 
 
+def run_directory(given: str, command: str) -> Path:
+    """A run directory named on ``command``'s command line, or a one-line error saying what it is not."""
+    run_dir = Path(given)
+    if not run_dir.exists():
+        raise FileNotFoundError(f"run directory not found: {run_dir}")
+    if not run_dir.is_dir():
+        raise ValueError(f"not a directory: {run_dir} ({command} takes a run's output directory)")
+    return run_dir
+
+
 def read_run(run_dir: Path) -> RunRecords:
     """Every readable sample under ``run_dir`` (which must be a directory: the caller checks)."""
     run = RunRecords(run_dir)
