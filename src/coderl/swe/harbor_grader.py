@@ -91,6 +91,7 @@ class HarborRunner:
         """``fetch``: build or pull a task image this machine lacks (False on a service, which
         answers `ImageNotPulled` instead: `coderl images pull TASK_DIR` builds it ahead)."""
         self.host, self.cache_dir, self.fetch = host, cache_dir, fetch
+        self._built: set[str] = set()
         self._gate = asyncio.Semaphore(concurrency)
 
     async def image(self, task: HarborTask) -> ImageRoot:
@@ -101,7 +102,12 @@ class HarborRunner:
             except ImageNotPulled:
                 raise ImageNotPulled(f"Harbor task {task.name}: its image {task.image or task.image_tag} is not on this "
                                      f"machine: pre-pull (or build) it with `coderl images pull {task.task_dir}`") from None
-        reference = task.image or await asyncio.to_thread(build_image, task.environment_dir, task.image_tag)
+        reference = task.image
+        if not reference:  # built once per runner: the tag names environment/'s content, so it never goes stale
+            tag = task.image_tag
+            if tag not in self._built:
+                self._built.add(await asyncio.to_thread(build_image, task.environment_dir, tag))
+            reference = tag
         return await asyncio.to_thread(unpack, reference, self.cache_dir)
 
     def limits(self, task: HarborTask, timeout_s: float) -> SessionLimits:
