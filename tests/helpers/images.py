@@ -62,15 +62,31 @@ SWE_LITE = Path("/work/shared/data/swe-bench-lite")
 FLASK_WHEELS = ("asgiref==3.6.0", "attrs==22.2.0", "blinker==1.5", "exceptiongroup==1.1.0", "iniconfig==2.0.0",
                 "packaging==23.0", "pluggy==1.0.0", "pytest==7.2.1", "python-dotenv==0.21.1", "tomli==2.0.1",
                 "click==8.1.3", "itsdangerous==2.1.2", "Jinja2==3.1.2", "MarkupSafe==2.1.2", "Werkzeug==2.3.7")
-SWE_DOCKERFILE = f"""FROM {PYTHON}
+
+
+def swe_dockerfile(importable: str = "/testbed/src") -> str:
+    """The Dockerfile of a SWE-bench-shaped image whose repository is importable from ``importable``."""
+    return f"""FROM {PYTHON}
 # the task's environment inside the image, as SWE-bench's sweb.eval images have it: its pinned test
 # requirements installed, the repository importable from /testbed (an editable install's .pth)
 COPY wheels /tmp/wheels
 RUN pip install -q --no-index --find-links /tmp/wheels /tmp/wheels/*.whl && rm -rf /tmp/wheels \\
- && echo /testbed/src > "$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/testbed.pth"
+ && echo {importable} > "$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/testbed.pth"
 COPY testbed /testbed
 WORKDIR /testbed
 """
+
+
+def flask_wheels() -> Path:
+    """flask 2.3's pinned test requirements (pytest 7.2.1 among them) as wheels from PyPI, downloaded
+    once into ~/.cache/coderl-test-wheels."""
+    wheels = Path.home() / ".cache" / "coderl-test-wheels" / "flask-2.3"
+    if len(list(wheels.glob("*.whl"))) < len(FLASK_WHEELS):
+        wheels.mkdir(parents=True, exist_ok=True)
+        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
+                        "--python-version", "3.11", "--platform", "manylinux2014_x86_64", "--implementation", "cp",
+                        "-d", str(wheels), *FLASK_WHEELS], check=True, timeout=900)
+    return wheels
 
 
 def swe_lite_task(instance_id: str) -> RepoTask:
@@ -91,11 +107,5 @@ def swe_bench_image(instance_id: str, context: Path) -> str:
     archive = subprocess.run(["git", f"--git-dir={mirror}", "archive", instance_id], capture_output=True, check=True,
                              timeout=600).stdout
     subprocess.run(["tar", "-x", "-C", str(context / "image" / "testbed")], input=archive, check=True, timeout=600)
-    wheels = Path.home() / ".cache" / "coderl-test-wheels" / "flask-2.3"
-    if len(list(wheels.glob("*.whl"))) < len(FLASK_WHEELS):
-        wheels.mkdir(parents=True, exist_ok=True)
-        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
-                        "--python-version", "3.11", "--platform", "manylinux2014_x86_64", "--implementation", "cp",
-                        "-d", str(wheels), *FLASK_WHEELS], check=True, timeout=900)
-    shutil.copytree(wheels, context / "image" / "wheels")
-    return built_image(f"sweb.eval.{instance_id.replace('__', '_1776_')}", context / "image", SWE_DOCKERFILE)
+    shutil.copytree(flask_wheels(), context / "image" / "wheels")
+    return built_image(f"sweb.eval.{instance_id.replace('__', '_1776_')}", context / "image", swe_dockerfile())
