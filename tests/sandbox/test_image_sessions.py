@@ -1,7 +1,8 @@
 """Sessions whose root filesystem is a task's OCI image (built here with podman FROM the local Debian
 base): the image unpacked once, its work dir and user, edits and the diff, system paths in the
 episode's own layer, and the session threats again inside the image (network, processes, other
-episodes, PID 1, the host's files, setuid and device nodes, limits)."""
+episodes, PID 1, the host's files, setuid and device nodes, limits, output floods, processes that
+try to outlive their command)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from coderl.sandbox.image_session import host_python
 from coderl.sandbox.session import GATEWAY_SOCKET, SessionHost, SessionLimits
 from tests.helpers.images import DEBIAN, built_image
 from tests.helpers.tampered_git import PLANT_HOOK, PWNED, diff_past_tampered_git
+from tests.sandbox.test_sessions import _alive_with
 
 # slow: the first run builds the local Debian base (mmdebstrap, ~3 min on 2 vCPUs); then ~75 s here
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
@@ -108,6 +110,12 @@ def test_threats_inside_an_image_session(image, tmp_path):
             assert r.stdout.strip() != "0"  # the episode's disk is 64 MiB
             r = await a.exec("for i in $(seq 200); do sleep 5 & done; wait", timeout_s=5)
             assert "fork" in r.stderr or "Resource temporarily unavailable" in r.stderr, r
+            r = await a.exec("(setsid sleep 4721 &); nohup sleep 4722 >/dev/null 2>&1 & echo bg")
+            assert r.stdout == "bg\n" and _alive_with("4721") == [] and _alive_with("4722") == [], r  # died with it
+            r = await a.exec("yes | head -c 1000000")
+            assert r.stdout_truncated and len(r.stdout) == 64 * 1024 and not r.output_limit, r
+            r = await a.exec("yes", timeout_s=15)  # a flood ends long before its timeout
+            assert r.output_limit and not r.timed_out and r.wall_s < 10, r
             r = await a.exec("tail /dev/zero", timeout_s=60)  # one endless line held whole: GB/s of memory
             assert r.exit_code != 0 and r.oom_killed, r  # the episode's 512 MiB
             assert (await a.exec("echo still-here")).stdout == "still-here\n"
