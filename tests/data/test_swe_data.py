@@ -54,3 +54,30 @@ def test_swe_without_repos_is_a_one_line_error(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "coderl.cli", "data", "swe", "--source", str(tmp_path),
                            "--out", str(tmp_path / "o")], capture_output=True, text=True)
     assert proc.returncode != 0 and "--repos" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_swe_rows_with_their_images(tmp_path):
+    """`--image TEMPLATE` on SWE-bench Lite's real rows: no mirror needed, each row names its image
+    (SWE-bench's naming through {sweb_id}), its interpreter and /testbed (in the prompt too), and
+    images.txt lists the references for `coderl images pull`; wrong combinations are one-line errors."""
+    from tests.helpers.images import SWE_LITE
+
+    out = tmp_path / "out"
+    template = "docker.io/swebench/sweb.eval.x86_64.{sweb_id}:latest"
+    argv = [sys.executable, "-m", "coderl.cli", "data", "swe", "--source", str(SWE_LITE / "rows.json"), "--out", str(out),
+            "--cache", str(tmp_path / "cache"), "--image", template, "--image-python", "/opt/miniconda3/envs/testbed/bin/python"]
+    proc = subprocess.run(argv, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    rows = {r["extra_info"]["instance_id"]: r for r in pq.read_table(out / "train.parquet").to_pylist()}
+    assert len(rows) == 48, sorted(rows)
+    flask = rows["pallets__flask-4992"]
+    assert flask["extra_info"]["image"] == "docker.io/swebench/sweb.eval.x86_64.pallets_1776_flask-4992:latest"
+    assert (flask["extra_info"]["image_python"], flask["extra_info"]["workdir"]) == (
+        "/opt/miniconda3/envs/testbed/bin/python", "/testbed")
+    assert "checked out at /testbed" in flask["prompt"][0]["content"] and "repo_dir" not in flask["extra_info"]
+    images = (out / "images.txt").read_text().splitlines()
+    assert len(images) == 48 and flask["extra_info"]["image"] in images
+    for extra, why in ((["--repos", str(tmp_path)], "no --source builtin, --repos"),
+                       (["--image", "x/{nope}"], "only {instance_id} and {sweb_id}")):
+        bad = subprocess.run([*argv, *extra], capture_output=True, text=True)
+        assert bad.returncode == 2 and why in bad.stderr and bad.stderr.count("\n") == 1, bad.stderr

@@ -21,6 +21,7 @@ from unittest import mock
 import pytest
 
 from coderl.client import SandboxClient, SessionService
+from coderl.data.swe import image_row
 from coderl.errors import BadRequest, ImageNotPulled
 from coderl.sandbox.session import SessionLimits
 from coderl.swe.harness import run_in_remote_sandbox
@@ -136,7 +137,7 @@ def test_an_image_the_node_lacks_is_named_not_pulled(service, row):
 
 @pytest.mark.verl
 def test_agent_loop_episode_in_the_image_over_remote_sessions(service, image, row, tokenizer, tmp_path):
-    """verl's `GatewayAgentLoop` with ``sessions_url`` on a `coderl data swe` row with an image: the
+    """verl's `GatewayAgentLoop` with ``sessions_url`` on a `coderl data swe --image` row: the
     scripted harness (run by the image's python3, bound in by the node) reaches the loop's gateway
     through the node's relay, its model's one tool call applies FIX; the service grades the diff
     from the pristine image: resolved, reward 1."""
@@ -151,7 +152,7 @@ def test_agent_loop_episode_in_the_image_over_remote_sessions(service, image, ro
                                         char_ids(tokenizer, "Fixed.")])
     command = f"python3 {HERE / 'scripted_agent.py'}"
     cfg = config(build_tiny_model(), tmp_path, "sandbox", command, [])
-    extra_info = {"instance_id": INSTANCE, "task": json.dumps(row), "image": image}
+    extra_info = image_row(RepoTask.from_row(row), image, "python3", "/testbed", tmp_path / "cache")["extra_info"]
 
     async def main():
         loop = GatewayAgentLoop(trainer_config=DictConfigWrap(cfg), server_manager=server, tokenizer=tokenizer,

@@ -54,6 +54,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     swe.add_argument("--cache", help="where snapshots and environments go (default: $CODERL_CACHE or ~/.cache/coderl)")
     swe.add_argument("--build-envs", action="store_true", help="build every task's Python environment now")
     swe.add_argument("--find-links", help="wheel directory for the environments (pip --no-index)")
+    swe.add_argument("--image", metavar="TEMPLATE",
+                     help="each task's environment is an image (no --repos): a reference with {instance_id} or "
+                          "{sweb_id} (SWE-bench's naming), e.g. docker.io/swebench/sweb.eval.x86_64.{sweb_id}:latest; "
+                          "OUT/images.txt lists them for `coderl images pull`")
+    swe.add_argument("--image-python", default="python3",
+                     help="with --image: the interpreter with the task's pytest (SWE-bench's images: "
+                          "/opt/miniconda3/envs/testbed/bin/python)")
+    swe.add_argument("--workdir", default="/testbed", help="with --image: where the image holds the repository")
     swe.add_argument("--val-fraction", type=fraction, default=0.0, help="in [0, 1)")
     swe.add_argument("--seed", type=int, default=42)
     swe.add_argument("--split", help="with --source builtin: train or heldout, that split's tasks only "
@@ -129,6 +137,7 @@ def _swe(args: argparse.Namespace) -> int:
     from coderl.data.swe import build_swe
 
     print(build_swe(args.source, args.out, repos_dir=args.repos, cache_dir=args.cache or default_cache_dir(),
+                    image=args.image, image_python=args.image_python, workdir=args.workdir,
                     build_envs=args.build_envs, find_links=args.find_links, limit=args.limit,
                     val_fraction=args.val_fraction, seed=args.seed, split=args.split).summary())
     return 0
