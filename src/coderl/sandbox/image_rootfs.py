@@ -79,6 +79,9 @@ class ImageRoot:
         if not rel or rel.startswith(".."):
             raise ImageUnavailable(f"image {self.reference}: the work dir must be a directory below /, got {workdir!r}")
         tree = self.rootfs / rel
+        real, root = os.path.realpath(tree), os.path.realpath(self.rootfs)
+        if real != root and not real.startswith(root + "/"):  # e.g. Debian's /var/run -> /run: the HOST's /run here
+            raise ImageUnavailable(f"image {self.reference}: the work dir {workdir} is a link out of the image")
         if not tree.is_dir():  # an engine makes a missing WORKDIR when a container starts: so do episodes
             if tree.exists() or tree.is_symlink():
                 raise ImageUnavailable(f"image {self.reference}: {workdir} is not a directory")
