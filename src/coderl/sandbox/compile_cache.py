@@ -20,8 +20,9 @@ A GRPO group and a re-evaluation send the same program many times; each compile 
   may share the directory; a damaged or unreadable entry is a miss and is removed.
 
 Bounded: past ``max_bytes`` the least recently used entries (file mtime, touched on every hit) are
-deleted. Off with ``CODERL_COMPILE_CACHE=0`` (or ``Engine(compile_cache=False)``); its size with
-``CODERL_COMPILE_CACHE_MB`` (default 1024); where, under ``coderl.cache.default_cache_dir()``.
+deleted. Off with ``CODERL_COMPILE_CACHE=0``, ``coderl serve --no-compile-cache`` (or
+``Engine(compile_cache=False)``); its size with ``CODERL_COMPILE_CACHE_MB`` or ``coderl serve
+--compile-cache-mb`` (default 1024); where, under ``coderl.cache.default_cache_dir()``.
 """
 
 from __future__ import annotations
@@ -64,14 +65,22 @@ class CompileCache:
     @classmethod
     def from_env(cls) -> CompileCache | None:
         """The cache the environment asks for: None when ``CODERL_COMPILE_CACHE`` is 0/off."""
-        if os.environ.get(SWITCH_ENV, "").strip().lower() in _OFF:
+        if switched_off():
             return None
         size_mb = os.environ.get(SIZE_ENV, "").strip()
         try:
             max_mb = int(size_mb) if size_mb else DEFAULT_MB
         except ValueError:
             raise ValueError(f"{SIZE_ENV} must be a whole number of MiB, got {size_mb!r}") from None
-        return cls(default_cache_dir() / "compile-cache", max_mb << 20)
+        return cls.sized(max_mb)
+
+    @classmethod
+    def sized(cls, max_mb: int) -> CompileCache | None:
+        """The machine's cache bounded at ``max_mb`` MiB; None for 0 (``coderl serve
+        --no-compile-cache``, ``CODERL_COMPILE_CACHE_MB=0``: off)."""
+        if max_mb < 0:
+            raise ValueError(f"the compile cache's size must be >= 0 MiB, got {max_mb}")
+        return cls(default_cache_dir() / "compile-cache", max_mb << 20) if max_mb else None
 
     @staticmethod
     def key(language: str, version: str, recipe: dict, files: dict[str, bytes]) -> str:
@@ -157,6 +166,11 @@ class CompileCache:
                 path.unlink()
             total -= size
         return total
+
+
+def switched_off() -> bool:
+    """Whether ``CODERL_COMPILE_CACHE`` turns the cache off (0, off, false, no)."""
+    return os.environ.get(SWITCH_ENV, "").strip().lower() in _OFF
 
 
 def _record_fields(run: RunResult) -> dict:

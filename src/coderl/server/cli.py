@@ -25,6 +25,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--queue-wait-s", type=float,
                    help="/run_code: longest wait for a free slot before a 504, which verl retries (default 8)")
     p.add_argument("--default-memory-mb", type=int, help="memory limit when a request gives none (default 1024)")
+    cache = p.add_mutually_exclusive_group()
+    cache.add_argument("--compile-cache-mb", type=positive_int, metavar="MB",
+                       help="bound of the compile cache, least recently used entries evicted past it "
+                            "(CODERL_COMPILE_CACHE_MB, default 1024; docs/sandbox.md)")
+    cache.add_argument("--no-compile-cache", dest="compile_cache_mb", action="store_const", const=0,
+                       help="compile every submission, even one compiled before (CODERL_COMPILE_CACHE=0)")
     p.add_argument("--log-level", choices=("debug", "info", "warning", "error"))
     p.add_argument("--ray", action="store_true", default=os.environ.get("CODERL_RAY", "").lower() in ("1", "true"),
                    help="deploy on the Ray cluster as a Ray Serve application (CODERL_RAY=1)")
@@ -59,7 +65,8 @@ def _serve(args: argparse.Namespace) -> int:
 
     settings = Settings.from_env(host=args.host, port=args.port, slots=args.slots, isolation=args.isolation,
                                  queue=args.queue, max_body_mb=args.max_body_mb, queue_wait_s=args.queue_wait_s,
-                                 default_memory_mb=args.default_memory_mb, log_level=args.log_level)
+                                 default_memory_mb=args.default_memory_mb, log_level=args.log_level,
+                                 compile_cache_mb=args.compile_cache_mb)
     if settings.isolation == "bwrap" and (problem := isolation_problem()):
         raise IsolationUnavailable(f"{problem}; refusing to start without isolation "
                                    "(see `coderl sandbox doctor`, or pass --isolation none explicitly)")

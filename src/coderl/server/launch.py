@@ -38,11 +38,12 @@ def loopback_listener() -> socket.socket:
 
 @contextlib.contextmanager
 def running_service(*, slots: int = 2, timeout_s: float = 120.0, **flags: object) -> Iterator[str]:
-    """Yields the base URL once /readyz answers; flags become ``--name value`` options."""
+    """Yields the base URL once /readyz answers; flags become ``--name value`` options (``--name``
+    alone for True)."""
     with loopback_listener() as listener:
         argv = [sys.executable, "-m", "coderl.cli", "serve", "--fd", str(listener.fileno()), "--slots", str(slots)]
         for name, value in flags.items():
-            argv += [f"--{name.replace('_', '-')}", str(value)]
+            argv += [f"--{name.replace('_', '-')}"] + ([] if value is True else [str(value)])
         log = tempfile.NamedTemporaryFile(prefix="coderl-serve-", suffix=".log", delete=False)  # noqa: SIM115
         # A file, not a pipe: an unread pipe fills up and blocks the service's logging.
         proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,

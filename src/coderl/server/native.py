@@ -12,6 +12,7 @@ from coderl.errors import BadRequest, to_wire
 from coderl.judge import DEFAULT_LIMITS, JudgeResult, Submission
 from coderl.local import run_reply, submission
 from coderl.sandbox import Limits, Program, runtime_env
+from coderl.sandbox.compile_cache import CompileCache
 from coderl.server.models import JudgeRequest, RunRequest, SubmissionIn
 from coderl.server.service import cancel_on_disconnect, service_of
 
@@ -61,7 +62,16 @@ async def capabilities(request: Request) -> dict[str, Any]:
                  for name, info in service.engine.languages().items()}
     return {**service.meta(), "version": __version__, "slots": service.engine.size, "languages": languages,
             "default_limits": DEFAULT_LIMITS.replace(memory_mb=service.settings.default_memory_mb).to_dict(),
-            "queue_capacity": service.settings.queue, "runtime_packages": runtime_env.packages()}
+            "queue_capacity": service.settings.queue, "runtime_packages": runtime_env.packages(),
+            "compile_cache": _compile_cache_state(service.engine.compile_cache)}
+
+
+def _compile_cache_state(cache: CompileCache | None) -> dict[str, int] | None:
+    """The compile cache an operator configured (--compile-cache-mb; None: off) and this process's
+    hits and misses since it started."""
+    if cache is None:
+        return None
+    return {"max_mb": cache.max_bytes >> 20, "hits": cache.hits, "misses": cache.misses}
 
 
 @router.get("/healthz", summary="Liveness")

@@ -15,6 +15,7 @@ from fastapi import Request
 from coderl.errors import BadRequest, ClientDisconnected, CoderlError, DeadlineExceeded
 from coderl.judge import Judge, Submission
 from coderl.sandbox import Engine
+from coderl.sandbox.compile_cache import CompileCache
 from coderl.server.admission import Admission
 from coderl.server.metrics import Metrics
 from coderl.server.settings import Settings
@@ -27,7 +28,9 @@ class Service:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.engine = Engine(slots=settings.slots, isolation=settings.isolation)
+        cache = CompileCache.from_env() if settings.compile_cache_mb is None \
+            else CompileCache.sized(settings.compile_cache_mb)
+        self.engine = Engine(slots=settings.slots, isolation=settings.isolation, compile_cache=cache or False)
         self.judge = Judge(self.engine)
         self.metrics = Metrics()
         self.admission = Admission(settings.queue, on_reject=self.metrics.rejected.inc)

@@ -6,6 +6,8 @@ import dataclasses
 import os
 from dataclasses import dataclass
 
+from coderl.sandbox.compile_cache import switched_off
+
 
 @dataclass(frozen=True, kw_only=True)
 class Settings:
@@ -21,6 +23,9 @@ class Settings:
     # client retries); within verl's read timeout, compile_timeout + run_timeout + 10 s
     queue_wait_s: float = 8.0
     log_level: str = "info"
+    # the compile cache's bound in MiB (CODERL_COMPILE_CACHE_MB, --compile-cache-mb); 0 is off
+    # (CODERL_COMPILE_CACHE=0, --no-compile-cache); None: as the environment says (default 1024)
+    compile_cache_mb: int | None = None
 
     @classmethod
     def from_env(cls, **overrides: object) -> Settings:
@@ -30,6 +35,8 @@ class Settings:
             raw = os.environ.get(f"CODERL_{f.name.upper()}")
             if raw not in (None, ""):
                 values[f.name] = _convert(f.name, raw, f.type)
+        if switched_off():
+            values["compile_cache_mb"] = 0
         values.update({k: v for k, v in overrides.items() if v is not None})
         settings = cls(**values)  # type: ignore[arg-type]
         settings.validate()
@@ -44,6 +51,8 @@ class Settings:
             raise ValueError("slots must be >= 1")
         if self.queue < 1 or self.max_body_mb <= 0 or self.queue_wait_s <= 0:
             raise ValueError("queue, max_body_mb and queue_wait_s must be positive")
+        if self.compile_cache_mb is not None and self.compile_cache_mb < 0:
+            raise ValueError(f"compile_cache_mb must be >= 0 (0: off), got {self.compile_cache_mb}")
 
 
 def _convert(name: str, raw: str, kind: object) -> object:
