@@ -409,20 +409,26 @@ def redteam(request, tmp_path_factory):
     return results[:2], dict(zip((a.id for a in ATTACKS), results[2:], strict=True))
 
 
-def test_calc_gold_resolves(redteam):
-    golds, _ = redteam
+def assert_golds_resolve(golds: list) -> None:
     for gold in golds:
         assert (gold.status, gold.reward, gold.findings) == ("resolved", 1.0, []), gold
 
 
-@pytest.mark.parametrize("attack", ATTACKS, ids=[a.id for a in ATTACKS])
-def test_attack_is_not_resolved(redteam, attack):
-    _, results = redteam
-    r = results[attack.id]
+def assert_attack_fails(r, attack: Attack) -> None:
+    """``r``, the grade of ``attack``'s diff: not resolved, reward 0, the status the attack expects."""
     assert not r.resolved and r.reward == 0.0, f"ATTACK SUCCEEDED: {attack.id}: {r}"
     assert r.status == attack.expected, (r.status, r.findings, r.message, r.log_tail[-1500:])
     if r.status == "unresolved":  # the fix is not there, and the verdicts say so
         assert "PASSED" not in r.fail_to_pass.values(), r
+
+
+def test_calc_gold_resolves(redteam):
+    assert_golds_resolve(redteam[0])
+
+
+@pytest.mark.parametrize("attack", ATTACKS, ids=[a.id for a in ATTACKS])
+def test_attack_is_not_resolved(redteam, attack):
+    assert_attack_fails(redteam[1][attack.id], attack)
 
 
 # ---------------------------------------------------------------------------- item 2: no false fails

@@ -13,7 +13,16 @@ import dataclasses
 import shutil
 
 import pytest
-from tests.agent.test_grader_redteam import ATTACKS, EXTRA, SUB, Attack, calc_task, make_diff
+from tests.agent.test_grader_redteam import (
+    ATTACKS,
+    EXTRA,
+    SUB,
+    Attack,
+    assert_attack_fails,
+    assert_golds_resolve,
+    calc_task,
+    make_diff,
+)
 from tests.helpers.images import built_image, flask_wheels, swe_dockerfile
 
 from coderl.sandbox.session import SessionHost
@@ -51,16 +60,9 @@ def redteam(tmp_path_factory):
 
 
 def test_calc_gold_resolves_in_the_image(redteam):
-    golds, _ = redteam
-    for gold in golds:
-        assert (gold.status, gold.reward, gold.findings) == ("resolved", 1.0, []), gold
+    assert_golds_resolve(redteam[0])
 
 
 @pytest.mark.parametrize("attack", ATTACKS, ids=[a.id for a in ATTACKS])
 def test_attack_is_not_resolved_in_the_image(redteam, attack):
-    _, results = redteam
-    r = results[attack.id]
-    assert not r.resolved and r.reward == 0.0, f"ATTACK SUCCEEDED: {attack.id}: {r}"
-    assert r.status == attack.expected, (r.status, r.findings, r.message, r.log_tail[-1500:])
-    if r.status == "unresolved":
-        assert "PASSED" not in r.fail_to_pass.values(), r
+    assert_attack_fails(redteam[1][attack.id], attack)
