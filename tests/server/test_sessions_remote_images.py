@@ -181,3 +181,22 @@ def test_run_in_remote_sandbox_renders_the_image_workdir(service, image, row):
     result = asyncio.run(main())
     assert result.exit_code == 0 and result.output_tail.startswith("/testbed\n"), result
     assert result.diff == "", result
+
+
+def test_eval_swe_on_images_here_and_on_the_service(service, image, row, tmp_path):
+    """`coderl eval swe --image TEMPLATE`: no mirror; --gold graded here from the image (1 of 1), an
+    empty prediction graded by the service over /v1/swe/grade (0 of 1)."""
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(json.dumps(row) + "\n")
+    template = image.rsplit(":", 1)[0].replace("pallets_1776_flask-4992", "{sweb_id}") + ":" + image.rsplit(":", 1)[1]
+    argv = [sys.executable, "-m", "coderl.cli", "eval", "swe", "--tasks", str(tasks), "--image", template,
+            "--cache", str(tmp_path / "cache")]
+    gold = subprocess.run([*argv, "--gold", "--out", str(tmp_path / "gold")], capture_output=True, text=True,
+                          timeout=900)
+    assert gold.returncode == 0, gold.stderr[-2000:]
+    (tmp_path / "empty.jsonl").write_text(json.dumps({"instance_id": INSTANCE, "model_patch": ""}) + "\n")
+    empty = subprocess.run([*argv, "--patches", str(tmp_path / "empty.jsonl"), "--sandbox-url", service, "--out",
+                            str(tmp_path / "empty")], capture_output=True, text=True, timeout=900)
+    summaries = [json.loads((tmp_path / d / "summary.json").read_text()) for d in ("gold", "empty")]
+    assert [(s["resolved"], s["tasks"], s["sandbox_errors"]) for s in summaries] == [(1, 1, 0), (0, 1, 0)], (
+        summaries, empty.stderr[-2000:])

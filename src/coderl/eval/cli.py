@@ -70,6 +70,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     swe.add_argument("--cache", help="snapshots and environments (default: $CODERL_CACHE or ~/.cache/coderl)")
     swe.add_argument("--find-links", help="wheel directory for the environments (pip --no-index)")
     swe.add_argument("--limit", type=positive_int, help="the first N tasks only")
+    swe.add_argument("--image", metavar="TEMPLATE", help="each task's environment is its image (no --repos), as "
+                                                         "`coderl data swe --image`: {instance_id}, {sweb_id}")
+    swe.add_argument("--image-python", default="python3", help="with --image: the interpreter with the task's pytest")
+    swe.add_argument("--workdir", default="/testbed", help="with --image: where the image holds the repository")
     swe.set_defaults(func=_swe)
     from coderl.eval.harbor import add_parser as harbor_parser
 
@@ -108,7 +112,8 @@ def _swe(args: argparse.Namespace) -> int:
                         harness_timeout_s=args.harness_timeout, model=args.model, sandbox_url=args.sandbox_url,
                         sessions_url=args.sessions_url, gateway_url=args.gateway_url,
                         concurrency=args.concurrency, find_links=Path(args.find_links) if args.find_links else None,
-                        limit=args.limit, split=args.split)
+                        limit=args.limit, split=args.split, image=args.image, image_python=args.image_python,
+                        workdir=args.workdir)
     summary = asyncio.run(evaluate_swe(cfg))
     print(markdown(summary))
     return exit_code(summary)

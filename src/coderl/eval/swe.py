@@ -11,6 +11,10 @@ session sandbox over the task's snapshot, whose one way out is the gateway's uni
 started with the same repositories as ``CODERL_SWE_REPOS``), which also grades; the node reaches
 the gateway at ``--gateway-url`` (its TCP listener).
 
+With ``--image TEMPLATE`` (as `coderl data swe --image`) each task's environment is its image
+(SWE-bench's, SWE-Gym's, ...): no ``--repos``; episodes run and diffs are graded in the image
+(`coderl.swe.image_episodes`), here or on the service (which must hold the images: `coderl images pull`).
+
 Every graded task is appended to ``results.jsonl`` at once (with the diff), so a second run on the
 same ``--out`` resumes: finished tasks are kept, ``sandbox_error`` ones are tried again. The rate
 is resolved / (tasks - sandbox errors), with the errors counted beside it, never as failures.
@@ -34,6 +38,7 @@ from coderl.errors import BadRequest
 from coderl.sandbox.session import SessionHost
 from coderl.swe.grade_status import GradeStatus
 from coderl.swe.grader import RepoGrader
+from coderl.swe.image_episodes import remote_task
 from coderl.swe.store import RepoStore
 from coderl.swe.task import RepoTask
 
@@ -58,10 +63,23 @@ class SweEvalConfig:
     find_links: Path | None = None
     limit: int | None = None
     split: str | None = None  # builtin tasks only: train or heldout
+    image: str | None = None  # a reference template: each task's environment is its image (no repos)
+    image_python: str = "python3"
+    workdir: str = "/testbed"
+
+    def image_info(self, task: RepoTask) -> dict[str, Any] | None:
+        """The task's image row fields (`coderl.data.swe.image_row`'s extra_info), None without --image."""
+        from coderl.data.swe import image_reference, image_row
+
+        if self.image is None:
+            return None
+        return image_row(task, image_reference(self.image, task.instance_id), self.image_python, self.workdir,
+                         self.cache_dir)["extra_info"]
 
 
-def load_tasks(cfg: SweEvalConfig) -> tuple[list[RepoTask], Path]:
-    """The tasks and the repositories directory (``builtin``: coderl's own set, built under --out)."""
+def load_tasks(cfg: SweEvalConfig) -> tuple[list[RepoTask], Path | None]:
+    """The tasks and the repositories directory (``builtin``: coderl's own set, built under --out;
+    None with --image: the images hold the repositories)."""
     source, repos = cfg.tasks, cfg.repos
     if cfg.split is not None and source != "builtin":
         raise BadRequest("--split selects among the builtin tasks: use it with --tasks builtin")
@@ -73,12 +91,17 @@ def load_tasks(cfg: SweEvalConfig) -> tuple[list[RepoTask], Path]:
         source, repos = str(built / "tasks.jsonl"), str(built / "repos")
     elif Path(source).is_dir() and (Path(source) / "tasks.jsonl").is_file():
         source = str(Path(source) / "tasks.jsonl")  # a `coderl data swe` output directory
-    if not repos or not Path(repos).is_dir():
+    if cfg.image is not None:
+        if repos or cfg.split is not None:
+            raise BadRequest("--image: each task's image holds its repository: no --repos, no --tasks builtin")
+    elif not repos or not Path(repos).is_dir():
         raise BadRequest("--repos must name the directory of git mirrors or tarballs the tasks come from")
     tasks = [RepoTask.from_row(r) for r in read_rows(source, limit=cfg.limit)]
     if not tasks:
         raise BadRequest(f"{cfg.tasks}: no tasks")
-    return tasks, Path(repos).resolve()
+    if tasks and cfg.image is not None:
+        cfg.image_info(tasks[0])  # a bad template is the command's error, before any task runs
+    return tasks, Path(repos).resolve() if repos else None
 
 
 def load_patches(cfg: SweEvalConfig, tasks: list[RepoTask]) -> dict[str, str]:
@@ -111,11 +134,10 @@ async def evaluate_swe(cfg: SweEvalConfig) -> dict[str, Any]:
     results_path = out / "results.jsonl"
     done = {r["instance_id"]: r for r in read_records(results_path) if r.get("status") != GradeStatus.SANDBOX_ERROR}
     todo = [t for t in tasks if t.instance_id not in done]
-    store = RepoStore(repos, cfg.cache_dir)
     bar = tqdm(total=len(tasks), initial=len(tasks) - len(todo), desc="swe", unit=" tasks")
     gate = asyncio.Semaphore(cfg.concurrency)
     async with contextlib.AsyncExitStack() as stack:
-        client, grader = None, None
+        client, grader, images = None, None, None
         sessions = None
         if cfg.sandbox_url or cfg.sessions_url:  # the service grades: no sandbox on this machine
             from coderl.client import SandboxClient, SessionService
@@ -123,22 +145,30 @@ async def evaluate_swe(cfg: SweEvalConfig) -> dict[str, Any]:
             client = SandboxClient((cfg.sandbox_url or cfg.sessions_url or "").split(","), timeout_s=3600.0)
             if cfg.sessions_url:
                 sessions = await stack.enter_async_context(SessionService(cfg.sessions_url))
+        elif repos is None:
+            from coderl.swe.image_episodes import ImageEpisodes
+
+            images = ImageEpisodes(await stack.enter_async_context(SessionHost()))
         else:
             host = await stack.enter_async_context(SessionHost())
-            grader = RepoGrader(host, store, env_cache=cfg.cache_dir, find_links=cfg.find_links,
-                                concurrency=cfg.concurrency)
+            grader = RepoGrader(host, RepoStore(repos, cfg.cache_dir), env_cache=cfg.cache_dir,
+                                find_links=cfg.find_links, concurrency=cfg.concurrency)
 
         async def one(task: RepoTask) -> None:
             async with gate:
                 if patches is not None:
                     diff, extra = patches.get(task.instance_id), {}
                 else:
-                    diff, extra = await _run_agent(cfg, grader, sessions, task)
+                    diff, extra = await _run_agent(cfg, grader, sessions, task, images)
+                info = cfg.image_info(task)
                 if diff is None:
                     record = {"instance_id": task.instance_id, "status": GradeStatus.NO_PATCH,
                               "reward": GradeStatus.NO_PATCH.reward, "resolved": False}
                 elif client is not None:
-                    (record,) = await client.grade_swe([{"task": task.to_row(), "patch": diff}])
+                    named = remote_task(info) if info else {"task": task.to_row()}
+                    (record,) = await client.grade_swe([{**named, "patch": diff}])
+                elif images is not None and info is not None:
+                    record = (await images.grade(info, diff)).to_dict()
                 else:
                     assert grader is not None
                     record = (await grader.grade(task, diff)).to_dict()
@@ -160,20 +190,30 @@ async def evaluate_swe(cfg: SweEvalConfig) -> dict[str, Any]:
     return summary
 
 
-async def _run_agent(cfg: SweEvalConfig, grader: RepoGrader | None, sessions: Any,
-                     task: RepoTask) -> tuple[str | None, dict[str, Any]]:
-    """The harness on the task in a session sandbox, here or on the session service (``sessions``);
-    its diff (None when its files make none: graded ``no_patch``, with the reason as ``agent_message``)."""
+async def _run_agent(cfg: SweEvalConfig, grader: RepoGrader | None, sessions: Any, task: RepoTask,
+                     images: Any = None) -> tuple[str | None, dict[str, Any]]:
+    """The harness on the task in a session sandbox (in its image with --image), here or on the
+    session service (``sessions``); its diff (None when its files make none: graded ``no_patch``,
+    with the reason as ``agent_message``)."""
     from coderl.data.swe import prompt_of
     from coderl.swe.harness import run_in_remote_sandbox, run_in_sandbox
 
     assert cfg.harness is not None
-    prompt, sid = prompt_of(task)[0]["content"], f"swe-{uuid.uuid4().hex}"
+    info = cfg.image_info(task)
+    prompt = prompt_of(task, cfg.workdir if info else "/repo")[0]["content"]
+    sid = f"swe-{uuid.uuid4().hex}"
     if sessions is not None:
         assert cfg.gateway_url is not None
-        result = await run_in_remote_sandbox(cfg.harness, sessions=sessions, task_row=task.to_row(), task=prompt,
-                                             gateway_url=cfg.gateway_url, session_id=sid, model=cfg.model,
-                                             timeout_s=cfg.harness_timeout_s, capture_diff=True)
+        named = remote_task(info) if info else {"task": task.to_row()}
+        result = await run_in_remote_sandbox(cfg.harness, sessions=sessions, task_row=named["task"],
+                                             image=named.get("image"), task=prompt, gateway_url=cfg.gateway_url,
+                                             session_id=sid, model=cfg.model, timeout_s=cfg.harness_timeout_s,
+                                             capture_diff=True)
+    elif images is not None and info is not None:
+        assert cfg.gateway_socket is not None
+        result = await images.run_harness(info, cfg.harness, task=prompt, gateway_socket=cfg.gateway_socket,
+                                          session_id=sid, model=cfg.model, timeout_s=cfg.harness_timeout_s,
+                                          harness_binds=cfg.harness_binds)
     else:
         assert grader is not None and cfg.gateway_socket is not None
         snapshot, env = await grader.prepare(task)
