@@ -86,3 +86,16 @@ def test_python_syntax_error_as_sandboxfusion_reports_it(service_url):
     run = r["run_result"]
     assert run["status"] == "Finished" and run["return_code"] == 1 and run["stdout"] == "", r
     assert "SyntaxError: invalid syntax" in run["stderr"] and "int a = 1" in run["stderr"], r
+
+
+def test_typescript_default_imports_of_node_modules_work_as_under_tsx(service_url):
+    """SandboxFusion's own typescript tests `import assert from 'assert'` and `import util from
+    'util'` (tsx's esModuleInterop); without it both died on `<module>_1.default` being undefined,
+    and its timeout test passed or failed by which came first, the crash or the 0.1 s limit."""
+    failing = "import assert from 'assert';\nassert.strictEqual(1, 2, '1 !== 2');\n"
+    r = run_code(service_url, code=failing, language="typescript")
+    assert r["status"] == "Failed" and "AssertionError" in r["run_result"]["stderr"], r
+    sleeper = ("import util from 'util';\nimport * as fs from 'fs';\nconst sleep = util.promisify(setTimeout);\n"
+               "sleep(50).then(() => console.log(typeof fs.readFileSync));\n")
+    r = run_code(service_url, code=sleeper, language="typescript", run_timeout=10)
+    assert r["status"] == "Success" and r["run_result"]["stdout"] == "function\n", r
