@@ -1,16 +1,19 @@
 """What an unpacked image's work dir and a request's image reference may be, checked without an engine
 (default suite, milliseconds): a work dir that is a link out of the image (Debian's /var/run -> /run
 names the HOST's /run when followed on the host) is refused before our git reads anything there,
-one that links inside it is used; a reference that would be read as an option is refused."""
+one that links inside it is used; a reference that would be read as an option is refused; a
+service finds what `coderl images pull` unpacked into its cache with no engine at all."""
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
 
-from coderl.errors import ImageUnavailable
-from coderl.sandbox.image_rootfs import ImageRoot, inspect
+from coderl.cache import READY
+from coderl.errors import ImageNotPulled, ImageUnavailable
+from coderl.sandbox.image_rootfs import ImageRoot, inspect, unpacked
 
 
 def test_a_work_dir_linking_out_of_the_image_is_refused(tmp_path):
@@ -34,3 +37,34 @@ def test_a_work_dir_linking_out_of_the_image_is_refused(tmp_path):
 def test_a_reference_read_as_an_option_is_refused(reference):
     with pytest.raises(ImageUnavailable, match="not an image reference"):
         inspect(reference, pull=False)
+
+
+def _unpacked_entry(cache, image_id: str, reference: str, ready_at: float) -> None:
+    """An image as `unpack` leaves it in the cache: rootfs, image.json, the ready marker last."""
+    home = cache / "images" / image_id[:24]
+    (home / "rootfs" / "work").mkdir(parents=True)
+    (home / "image.json").write_text(json.dumps({"reference": reference, "id": image_id,
+                                                 "config": {"WorkingDir": "/work", "Env": ["A=1"]}}))
+    (home / READY).write_text("")
+    os.utime(home / READY, (ready_at, ready_at))
+
+
+def test_a_service_finds_unpacked_images_without_an_engine(tmp_path, monkeypatch):
+    """A node whose cache `coderl images pull` filled (a service in a container has no podman): the
+    image is found by its reference (the newest unpack of it) or its id, with no engine on PATH; one
+    the cache lacks is ImageNotPulled, saying what to run."""
+    monkeypatch.delenv("CODERL_CONTAINER_ENGINE", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path / "no-engine-here"))
+    cache = tmp_path / "cache"
+    old, new = "a" * 64, "b" * 64
+    _unpacked_entry(cache, old, "registry/task:latest", 1000.0)
+    _unpacked_entry(cache, new, "registry/task:latest", 2000.0)  # the tag re-pulled: a newer image
+    found = unpacked("registry/task:latest", cache)
+    assert (found.image_id, found.workdir, found.env) == (new, "/work", {"A": "1"})
+    assert found.rootfs == cache / "images" / new[:24] / "rootfs"
+    assert unpacked(f"sha256:{old}", cache).image_id == old and unpacked(old[:12], cache).image_id == old
+    with pytest.raises(ImageNotPulled, match="coderl images pull registry/other:1"):
+        unpacked("registry/other:1", cache)
+    monkeypatch.setenv("CODERL_CONTAINER_ENGINE", "no-such-engine")
+    with pytest.raises(ImageUnavailable, match="no such command"):
+        inspect("registry/other:1", pull=False)

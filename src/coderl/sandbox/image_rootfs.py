@@ -27,7 +27,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from coderl.cache import ready_once
+from coderl.cache import READY, ready_once
 from coderl.errors import ImageNotPulled, ImageUnavailable
 
 _ENGINE_TIMEOUT_S = 3600.0
@@ -106,6 +106,8 @@ def engine() -> str:
     """The container engine that hands images over: ``CODERL_CONTAINER_ENGINE``, else podman, else docker."""
     chosen = os.environ.get("CODERL_CONTAINER_ENGINE")
     if chosen:
+        if not shutil.which(chosen):
+            raise ImageUnavailable(f"CODERL_CONTAINER_ENGINE={chosen}: no such command")
         return chosen
     for name in ("podman", "docker"):
         if shutil.which(name):
@@ -146,9 +148,7 @@ def unpack(reference: str, cache_dir: Path, *, pull: bool = True) -> ImageRoot:
     image_id = str(info["Id"]).removeprefix("sha256:")
     config = info.get("Config") or {}
     home = cache_dir / "images" / image_id[:24]
-    root = ImageRoot(image_id=image_id, reference=reference, rootfs=home / "rootfs",
-                     workdir=config.get("WorkingDir") or "/", user=config.get("User") or "",
-                     env=dict(e.split("=", 1) for e in config.get("Env") or [] if "=" in e))
+    root = _root(reference, image_id, config, home)
 
     def build(home: Path) -> str:
         tmp = home.with_name(home.name + ".unpacking")  # a half-exported tree never stands at ``home``
@@ -164,6 +164,47 @@ def unpack(reference: str, cache_dir: Path, *, pull: bool = True) -> ImageRoot:
 
     ready_once(home, build)
     return root
+
+
+def cached(reference: str, cache_dir: Path) -> ImageRoot | None:
+    """The image unpacked in ``cache_dir`` under ``reference`` (as first unpacked) or its id (whole or
+    12+ hex digits), the newest such, read WITHOUT an engine: a service in a container, whose node's
+    cache `coderl images pull` filled from outside, needs none. None when the cache has none."""
+    wanted = reference.removeprefix("sha256:")
+    best: tuple[float, ImageRoot] | None = None
+    for meta in (cache_dir / "images").glob("*/image.json"):
+        home = meta.parent
+        try:
+            ready = (home / READY).stat().st_mtime
+            info = json.loads(meta.read_text())
+        except (OSError, ValueError):  # not ready yet, or not ours
+            continue
+        image_id = str(info.get("id", ""))
+        named = reference == info.get("reference") or (len(wanted) >= 12 and image_id.startswith(wanted))
+        if named and (best is None or ready > best[0]):
+            best = (ready, _root(str(info["reference"]), image_id, info.get("config") or {}, home))
+    return None if best is None else best[1]
+
+
+def unpacked(reference: str, cache_dir: Path) -> ImageRoot:
+    """The image from the cache (no engine), else unpacked now from the engine's local copy, never
+    pulled: `ImageNotPulled` when neither this cache nor this machine's engine has it."""
+    found = cached(reference, cache_dir)
+    if found is not None:
+        return found
+    try:
+        engine()
+    except ImageUnavailable:
+        raise ImageNotPulled(f"image {reference} is not in this node's cache ({cache_dir}/images) and no container "
+                             f"engine is here to read it: unpack it into that cache with `coderl images pull "
+                             f"{reference}` (where podman runs, the cache shared)") from None
+    return unpack(reference, cache_dir, pull=False)
+
+
+def _root(reference: str, image_id: str, config: dict, home: Path) -> ImageRoot:
+    return ImageRoot(image_id=image_id, reference=reference, rootfs=home / "rootfs",
+                     workdir=config.get("WorkingDir") or "/", user=config.get("User") or "",
+                     env=dict(e.split("=", 1) for e in config.get("Env") or [] if "=" in e))
 
 
 def _export_into(image_id: str, dest: Path) -> None:

@@ -41,7 +41,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from coderl.errors import InvalidTask, SandboxError
-from coderl.sandbox.image_rootfs import ImageRoot, unpack
+from coderl.sandbox.image_rootfs import ImageRoot, unpacked
 from coderl.sandbox.session import Session, SessionHost, SessionLimits
 from coderl.swe.grade_status import GradeStatus
 from coderl.swe.grader import GradeResult
@@ -113,10 +113,10 @@ class NodeImages:
                          workdir=image.workdir)
 
     async def root(self, reference: str) -> ImageRoot:
-        """The unpacked image (from the cache; unpacked now when the engine holds it but the cache
-        does not yet), resolved once per process."""
+        """The unpacked image (from the cache, no engine needed; unpacked now when the engine holds
+        it but the cache does not yet), resolved once per process."""
         if reference not in self._roots:
-            self._roots[reference] = await asyncio.to_thread(unpack, reference, self.cache, pull=False)
+            self._roots[reference] = await asyncio.to_thread(unpacked, reference, self.cache)
         return self._roots[reference]
 
     async def open(self, task: ImageTask, limits: SessionLimits, *, ro_binds: tuple[str, ...],

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from coderl.errors import EditRejected, ImageNotPulled, SandboxError
-from coderl.sandbox.image_rootfs import ImageRoot, build_image, unpack
+from coderl.sandbox.image_rootfs import ImageRoot, build_image, unpack, unpacked
 from coderl.sandbox.session import Session, SessionHost, SessionLimits
 from coderl.swe.grade_status import GradeStatus
 from coderl.swe.harbor import AGENT_LOG_DIR, SOLUTION_DIR, TESTS_DIR, VERIFIER_DIR, HarborTask
@@ -98,7 +98,7 @@ class HarborRunner:
         """The task's image, built and unpacked when this machine has not yet (off the event loop)."""
         if not self.fetch:
             try:
-                return await asyncio.to_thread(unpack, task.image or task.image_tag, self.cache_dir, pull=False)
+                return await asyncio.to_thread(unpacked, task.image or task.image_tag, self.cache_dir)
             except ImageNotPulled:
                 raise ImageNotPulled(f"Harbor task {task.name}: its image {task.image or task.image_tag} is not on this "
                                      f"machine: pre-pull (or build) it with `coderl images pull {task.task_dir}`") from None

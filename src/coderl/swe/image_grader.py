@@ -28,7 +28,7 @@ from functools import partial
 from pathlib import Path
 
 from coderl.errors import SandboxError
-from coderl.sandbox.image_rootfs import ImageRoot, unpack
+from coderl.sandbox.image_rootfs import ImageRoot, unpack, unpacked
 from coderl.sandbox.session import Session, SessionHost, SessionLimits
 from coderl.swe.grade_status import GradeStatus
 from coderl.swe.grader import DEFAULT_GRADE_LIMITS, GradeResult, Outcome, timed_grading
@@ -45,7 +45,8 @@ class ImageRepoGrader:
 
     def __init__(self, host: SessionHost, cache_dir: Path, *, limits: SessionLimits = DEFAULT_GRADE_LIMITS,
                  concurrency: int = 2, pull: bool = True) -> None:
-        """``pull``: pull an image this machine lacks (False on a service: `ImageNotPulled`)."""
+        """``pull``: pull an image this machine lacks (False on a service: the cache, else the engine's
+        local copy, else `ImageNotPulled`)."""
         self.host, self.cache_dir, self.limits, self.pull = host, cache_dir, limits, pull
         self._gate = asyncio.Semaphore(concurrency)
 
@@ -57,7 +58,7 @@ class ImageRepoGrader:
                      touched: list[str], outcome: Outcome) -> GradeResult:
         async with self._gate:
             try:
-                image = await asyncio.to_thread(unpack, image_ref, self.cache_dir, pull=self.pull)
+                image = await asyncio.to_thread(unpack if self.pull else unpacked, image_ref, self.cache_dir)
                 workdir = os.path.normpath(workdir or image.workdir)
                 pristine = await asyncio.to_thread(image.pristine_git, workdir)
                 base = await asyncio.to_thread(base_tree, pristine)
