@@ -24,7 +24,9 @@ episode's budget, every replica asking at once, and the sandbox nodes would need
 its credentials) during training. A missing image is a deployment step left out: failing at once,
 masked as ``sandbox_error`` (never scored as a wrong answer), is what tells the operator.
 
-An image reference is resolved (the engine's ``inspect``) once per service process and then named
+An image is looked up in the node's cache first, with no engine (a service in a container has none:
+`coderl images pull` fills the cache from outside), then in the engine's local store
+(`image_rootfs.unpacked`). A reference is resolved once per service process and then named
 by its id, so a session and the grading of its diff use the same image even if a tag moves; a
 re-pulled tag is seen after a restart. Image sessions are not pooled (the warm pool keys snapshots).
 """
