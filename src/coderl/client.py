@@ -276,7 +276,7 @@ class SessionService:
                    gateway: tuple[str, str] | None = None, lease_s: float | None = None,
                    image: dict[str, Any] | None = None, harbor: dict[str, Any] | None = None) -> RemoteSession:
         """A session over the task row's snapshot (None: an empty work tree), or in an image:
-        ``image`` ``{reference, python?, workdir?}`` (the row's environment) or ``harbor`` ``{task,
+        ``image`` ``{reference, python?, workdir?, user?}`` (the row's environment) or ``harbor`` ``{task,
         image?}`` (a Harbor task of the node), from the node's cache (`ImageNotPulled` when it
         lacks the image). ``limits``: a `SessionLimits`; ``gateway``: (the gateway's URL as the
         sandbox node reaches it, the session's credential there, i.e. the gateway session id)."""

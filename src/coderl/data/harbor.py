@@ -15,7 +15,7 @@ from typing import Any
 
 from coderl.data.common import BuildReport, Drop, convert, write_jsonl, write_parquet
 from coderl.errors import BadRequest, ImageUnavailable, InvalidTask
-from coderl.sandbox.image_rootfs import build_image, unpack
+from coderl.sandbox.image_rootfs import unpack
 from coderl.swe.harbor import HarborTask
 
 AGENT_NAME = "coderl_gateway_agent"
@@ -68,7 +68,7 @@ def build_harbor(paths: list[str | Path], out: str | Path, *, cache_dir: str | P
         image = task.image
         if build_images:
             try:
-                image = image or build_image(task.environment_dir, task.image_tag)
+                image = task.built_image()
                 unpack(image, cache)
             except ImageUnavailable as exc:
                 raise Drop("image cannot be built or had", f"{task.name}: {exc}") from exc

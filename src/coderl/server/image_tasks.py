@@ -5,11 +5,14 @@ while a request waits.
 What a request names (the same fields on ``POST /v1/sessions`` and in a ``/v1/swe/grade`` item):
 
 - a repository task whose environment is an image (SWE-bench's, SWE-Gym's, SWE-smith's, R2E-Gym's):
-  ``task`` (the row, as for a snapshot task) and ``image``: ``{"reference", "python"?, "workdir"?}``.
-  ``reference`` is a reference or an image id the node's engine holds (a digest reference,
-  ``name@sha256:...``, pins the exact image); ``python`` the interpreter with the task's pytest
-  (default ``python3``), ``workdir`` the repository (default: the image's WorkingDir). The row's
-  ``image``, ``image_python`` and ``workdir`` fields, as `coderl.swe.image_episodes` reads them.
+  ``task`` (the row, as for a snapshot task) and ``image``: ``{"reference", "python"?, "workdir"?,
+  "user"?}``. ``reference`` is a reference or an image id the node's engine holds (a digest reference,
+  ``name@sha256:...``, pins the exact image; a row whose image is a Dockerfile is named by the tag
+  of its content, ``localhost/coderl-build/...``, `coderl.sandbox.image_build`); ``python`` the
+  interpreter with the task's pytest (default ``python3``), ``workdir`` the repository (default: the
+  image's WorkingDir), ``user`` who the episode and its grading run as (default: the image's User;
+  one the image's /etc/passwd lacks is refused). The row's ``image``, ``image_python``, ``workdir``
+  and ``image_user`` fields, as `coderl.swe.image_episodes` reads them.
 - a Harbor task: ``harbor``: ``{"task": NAME, "image"?}``. NAME is a directory of
   ``CODERL_HARBOR_TASKS`` on the node: instruction, task.toml and the verifier (tests/) are the
   node's copy, so a request never names a host path and never ships the tests it is graded by.
@@ -18,7 +21,7 @@ What a request names (the same fields on ``POST /v1/sessions`` and in a ``/v1/sw
 
 A node that lacks the image answers `ImageNotPulled` (HTTP 409 on a session open; a grade item's
 ``sandbox_error``), whose message says what to run: ``coderl images pull REF`` (or the Harbor task's
-directory; ``--ray`` on every sandbox node). Not a pull at request time: an image is minutes of
+directory, or the row's Dockerfile for a built tag; ``--ray`` on every sandbox node). Not a pull at request time: an image is minutes of
 download (GBs for SWE-bench's), the request and its capacity slot would wait that long inside an
 episode's budget, every replica asking at once, and the sandbox nodes would need the registry (and
 its credentials) during training. A missing image is a deployment step left out: failing at once,
@@ -42,7 +45,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from coderl.errors import InvalidTask, SandboxError
+from coderl.errors import ImageNotPulled, ImageUnavailable, InvalidTask, SandboxError
+from coderl.sandbox.image_build import BUILT_REPOSITORY
 from coderl.sandbox.image_rootfs import ImageRoot, unpacked
 from coderl.sandbox.session import Session, SessionHost, SessionLimits
 from coderl.swe.grade_status import GradeStatus
@@ -60,6 +64,8 @@ class ImageIn(BaseModel):
     reference: str = Field(pattern=_REFERENCE, description="an image reference or id this node's engine holds")
     python: str | None = Field(default=None, max_length=512, description="the interpreter with the task's pytest")
     workdir: str | None = Field(default=None, pattern=r"^/", max_length=4096)
+    user: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,63})?$",
+                             description="name, uid, name:group or uid:gid of the image (default: its User)")
 
 
 class HarborIn(BaseModel):
@@ -76,6 +82,7 @@ class ImageTask:
     image: str = ""
     python: str = DEFAULT_PYTHON
     workdir: str | None = None
+    user: str | None = None
     harbor: HarborTask | None = None
 
 
@@ -112,13 +119,20 @@ class NodeImages:
         if row is None:
             raise InvalidTask("'image' names the environment of a repository task: send its row as 'task'")
         return ImageTask(repo=RepoTask.from_row(row), image=image.reference, python=image.python or DEFAULT_PYTHON,
-                         workdir=image.workdir)
+                         workdir=image.workdir, user=image.user)
 
     async def root(self, reference: str) -> ImageRoot:
         """The unpacked image (from the cache, no engine needed; unpacked now when the engine holds
         it but the cache does not yet), resolved once per process."""
         if reference not in self._roots:
-            self._roots[reference] = await asyncio.to_thread(unpacked, reference, self.cache)
+            try:
+                self._roots[reference] = await asyncio.to_thread(unpacked, reference, self.cache)
+            except ImageNotPulled as exc:
+                if not reference.startswith(BUILT_REPOSITORY + "/"):
+                    raise
+                raise ImageNotPulled(f"image {reference} is built from a row's Dockerfile and is not on this node: "
+                                     f"build it here with `coderl images pull DOCKERFILE` (the row's image, a Dockerfile "
+                                     f"or its build context; --ray on every sandbox node)") from exc
         return self._roots[reference]
 
     async def open(self, task: ImageTask, limits: SessionLimits, *, ro_binds: tuple[str, ...],
@@ -131,7 +145,11 @@ class NodeImages:
             return await self.runner.open_episode(harbor, ro_binds=ro_binds, gateway_socket=gateway_socket,
                                                   gateway_port=gateway_port, limits=limits)
         root = await self.root(task.image)
-        return await self.host.open_image(root, workdir=task.workdir, limits=limits, ro_binds=ro_binds,
+        try:
+            root.identity(task.user)  # the row's fault, not the node's: a 400, never retried elsewhere
+        except ImageUnavailable as exc:
+            raise InvalidTask(f"the task's user: {exc}") from None
+        return await self.host.open_image(root, workdir=task.workdir, user=task.user, limits=limits, ro_binds=ro_binds,
                                           gateway_socket=gateway_socket, gateway_port=gateway_port)
 
     async def grade(self, task: ImageTask, diff: str) -> GradeResult | HarborResult:
@@ -144,7 +162,8 @@ class NodeImages:
         except SandboxError as exc:  # not on this node: the data's or the operator's fault, never the agent's
             return GradeResult(instance_id=task.repo.instance_id, status=GradeStatus.SANDBOX_ERROR,
                                reward=GradeStatus.SANDBOX_ERROR.reward, message=str(exc))
-        return await self.grader.grade(task.repo, image.image_id, diff, python=task.python, workdir=task.workdir)
+        return await self.grader.grade(task.repo, image.image_id, diff, python=task.python, workdir=task.workdir,
+                                       user=task.user)
 
 
 def result_wire(result: GradeResult | HarborResult) -> dict[str, Any]:

@@ -25,11 +25,13 @@ from coderl.server.ray_sessions import SANDBOX_RESOURCE
 
 def unpack_here(references: list[str], cache_dir: str | None) -> dict[str, Any]:
     """Pull (when missing) and unpack each reference on this machine: {node, images: {ref: {id, s} | {error}}}.
-    A reference that is a Harbor task directory here is its image: the one task.toml names, else
-    built from its environment/ (the tag a service looks it up by)."""
+    A reference that is a path here is built: a Harbor task directory is its image (the one task.toml
+    names, else its environment/ built), a Dockerfile or a build context (a row's ``image``) is built;
+    each under the tag a service looks it up by (`coderl.sandbox.image_build`)."""
     from coderl.cache import default_cache_dir
     from coderl.errors import InvalidTask
-    from coderl.sandbox.image_rootfs import build_image, unpack
+    from coderl.sandbox.image_build import DockerfileImage
+    from coderl.sandbox.image_rootfs import unpack
     from coderl.swe.harbor import HarborTask
 
     cache = Path(cache_dir) if cache_dir else default_cache_dir()
@@ -37,9 +39,10 @@ def unpack_here(references: list[str], cache_dir: str | None) -> dict[str, Any]:
     for ref in references:
         t0 = time.monotonic()
         try:
-            if Path(ref).is_dir():
-                task = HarborTask.from_dir(ref)
-                ref_image = task.image or build_image(task.environment_dir, task.image_tag)
+            if (Path(ref) / "instruction.md").is_file():
+                ref_image = HarborTask.from_dir(ref).built_image()
+            elif Path(ref).exists():
+                ref_image = DockerfileImage.from_path(ref).built()
             else:
                 ref_image = ref
             images[ref] = {"id": unpack(ref_image, cache).image_id[:12], "s": round(time.monotonic() - t0, 1)}
@@ -71,7 +74,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        description="Each REF is unpacked once per image id into $CODERL_CACHE/images (or --cache "
                                    "on each node). Prints one JSON line per node; exit 1 when an image failed.")
     p.add_argument("references", nargs="+", metavar="REF",
-                   help="an image reference the node's podman can pull or has, or a Harbor task directory (its image)")
+                   help="an image reference the node's podman can pull or has, a Harbor task directory (its image), "
+                        "or a Dockerfile or build context to build (a row's image that names one)")
     p.add_argument("--cache", help="the cache directory on every node (default: its $CODERL_CACHE or ~/.cache/coderl)")
     p.add_argument("--ray", action="store_true", help="on the nodes of the Ray cluster (ray.init(address='auto'))")
     p.add_argument("--resource", default=SANDBOX_RESOURCE,

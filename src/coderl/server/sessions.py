@@ -19,7 +19,7 @@ a local `Session`)::
     DELETE /v1/sessions/{id}             close
 
 ``task`` is a repository task row (as `/v1/swe/grade` takes; the snapshot and environment come from
-this node's store) or absent (an empty work tree). With ``image`` (``{reference, python?, workdir?}``)
+this node's store) or absent (an empty work tree). With ``image`` (``{reference, python?, workdir?, user?}``)
 the row's environment is that image; ``harbor`` (``{task, image?}``) names a Harbor task of this
 node's ``CODERL_HARBOR_TASKS``: both run in the image unpacked from this node's cache, which must
 already hold it (else 409 `ImageNotPulled`: `coderl images pull`; `coderl.server.image_tasks`), and

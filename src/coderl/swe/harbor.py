@@ -24,7 +24,6 @@ the verifier is dead (``coderl.swe.harbor_grader``).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import tomllib
 from dataclasses import dataclass, field, replace
@@ -32,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from coderl.errors import InvalidTask
+from coderl.sandbox.image_build import DockerfileImage
 
 DEFAULT_AGENT_TIMEOUT_S = 600.0
 DEFAULT_VERIFIER_TIMEOUT_S = 600.0
@@ -39,6 +39,7 @@ TESTS_DIR = "/tests"
 SOLUTION_DIR = "/solution"
 VERIFIER_DIR = "/logs/verifier"
 AGENT_LOG_DIR = "/logs/agent"
+HARBOR_REPOSITORY = "localhost/coderl-harbor"
 
 
 @dataclass(frozen=True)
@@ -77,11 +78,11 @@ class HarborTask:
     def image_tag(self) -> str:
         """The tag the task's image is built under: named by the hash of environment/'s files, so
         a changed Dockerfile is a new image and an unchanged one is built once."""
-        digest = hashlib.sha256()
-        for path in sorted(p for p in self.environment_dir.rglob("*") if p.is_file()):
-            digest.update(str(path.relative_to(self.environment_dir)).encode() + b"\0" + path.read_bytes())
-        safe = "".join(c if c.isalnum() or c in "-_." else "-" for c in self.name.lower()).strip("-.") or "task"
-        return f"localhost/coderl-harbor/{safe}:{digest.hexdigest()[:12]}"
+        return DockerfileImage(self.environment_dir).tag(HARBOR_REPOSITORY, self.name)
+
+    def built_image(self) -> str:
+        """The reference to unpack: the one task.toml names, else environment/ built (once per process)."""
+        return self.image or DockerfileImage(self.environment_dir).built(self.image_tag)
 
     @classmethod
     def from_dir(cls, path: str | Path) -> HarborTask:

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from coderl.errors import EditRejected, ImageNotPulled, SandboxError
-from coderl.sandbox.image_rootfs import ImageRoot, build_image, unpack, unpacked
+from coderl.sandbox.image_rootfs import ImageRoot, unpack, unpacked
 from coderl.sandbox.session import Session, SessionHost, SessionLimits
 from coderl.swe.grade_status import GradeStatus
 from coderl.swe.harbor import AGENT_LOG_DIR, SOLUTION_DIR, TESTS_DIR, VERIFIER_DIR, HarborTask
@@ -91,7 +91,6 @@ class HarborRunner:
         """``fetch``: build or pull a task image this machine lacks (False on a service, which
         answers `ImageNotPulled` instead: `coderl images pull TASK_DIR` builds it ahead)."""
         self.host, self.cache_dir, self.fetch = host, cache_dir, fetch
-        self._built: set[str] = set()
         self._gate = asyncio.Semaphore(concurrency)
 
     async def image(self, task: HarborTask) -> ImageRoot:
@@ -102,13 +101,8 @@ class HarborRunner:
             except ImageNotPulled:
                 raise ImageNotPulled(f"Harbor task {task.name}: its image {task.image or task.image_tag} is not on this "
                                      f"machine: pre-pull (or build) it with `coderl images pull {task.task_dir}`") from None
-        reference = task.image
-        if not reference:  # built once per runner: the tag names environment/'s content, so it never goes stale
-            tag = task.image_tag
-            if tag not in self._built:
-                self._built.add(await asyncio.to_thread(build_image, task.environment_dir, tag))
-            reference = tag
-        return await asyncio.to_thread(unpack, reference, self.cache_dir)
+        # built once per process: the tag names environment/'s content, so it never goes stale
+        return await asyncio.to_thread(unpack, await asyncio.to_thread(task.built_image), self.cache_dir)
 
     def limits(self, task: HarborTask, timeout_s: float) -> SessionLimits:
         return SessionLimits(episode_s=timeout_s + 60, exec_s=timeout_s, memory_mb=task.memory_mb or 4096,

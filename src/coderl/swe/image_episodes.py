@@ -4,9 +4,11 @@ image-backed session and are graded from the pristine image.
 Two row kinds (``extra_info``):
 - a Harbor task (``coderl data harbor``): ``harbor_task`` (JSON: task_dir, image), ``cache_dir``;
 - a repository task with an image (a ``coderl data swe`` row plus ``image``: a SWE-bench /
-  SWE-Gym / SWE-smith / R2E-Gym image reference): ``task`` (JSON row), ``image``, optional
-  ``image_python`` (the interpreter with the task's pytest; default ``python3``) and ``workdir``
-  (default: the image's WorkingDir), ``cache_dir``.
+  SWE-Gym / SWE-smith / R2E-Gym image reference, or an absolute path: a Dockerfile or a build
+  context, built once by content, `coderl.sandbox.image_build`): ``task`` (JSON row), ``image``,
+  optional ``image_python`` (the interpreter with the task's pytest; default ``python3``),
+  ``workdir`` (default: the image's WorkingDir) and ``image_user`` (default: the image's User; the
+  episode's and the grading run's), ``cache_dir``.
 One runner and one grader per cache directory, sharing the worker's session host.
 """
 
@@ -19,7 +21,7 @@ from typing import Any
 
 from coderl.cache import default_cache_dir
 from coderl.errors import InvalidTask
-from coderl.sandbox.image_rootfs import unpack
+from coderl.sandbox.image_build import obtained, reference_of
 from coderl.sandbox.session import SessionHost, SessionLimits
 from coderl.swe.grade_status import GradeStatus
 from coderl.swe.grader import GradeResult
@@ -56,11 +58,12 @@ class ImageEpisodes:
             return await self.runner(info).run_agent(harbor, template, gateway_socket=gateway_socket,
                                                      session_id=session_id, model=model, timeout_s=timeout_s,
                                                      harness_binds=harness_binds, env=env)
-        image = await asyncio.to_thread(unpack, info["image"], self._cache(info))
+        image = await asyncio.to_thread(obtained, info["image"], self._cache(info))
         workdir = info.get("workdir") or image.workdir
 
         async def open_session(harness_env: dict[str, str]) -> Any:
-            return await self.host.open_image(image, workdir=workdir, ro_binds=harness_binds,
+            return await self.host.open_image(image, workdir=workdir, user=info.get("image_user") or None,
+                                              ro_binds=harness_binds,
                                               limits=SessionLimits(episode_s=timeout_s + 30, exec_s=timeout_s),
                                               gateway_socket=gateway_socket, gateway_port=SANDBOX_PORT,
                                               env={**harness_env, **(env or {})})
@@ -81,16 +84,17 @@ class ImageEpisodes:
         cache = self._cache(info)
         grader = self._graders.setdefault(cache, ImageRepoGrader(self.host, cache))
         return await grader.grade(task, info["image"], diff or "", python=info.get("image_python") or DEFAULT_PYTHON,
-                                  workdir=info.get("workdir") or None)
+                                  workdir=info.get("workdir") or None, user=info.get("image_user") or None)
 
 
 def remote_task(info: dict[str, Any]) -> dict[str, Any]:
     """What a session service is sent for an image row (``coderl.server.image_tasks``): ``task`` and
-    ``image``, or ``harbor``: the Harbor task's directory name (the service reads its own copy)."""
+    ``image``, or ``harbor``: the Harbor task's directory name (the service reads its own copy). An
+    image built from a Dockerfile is named by its tag (the node builds it ahead: `coderl images pull`)."""
     if info.get("harbor_task"):
         row = info["harbor_task"]
         row = json.loads(row) if isinstance(row, str) else dict(row)
         return {"harbor": {"task": Path(row["task_dir"]).name, "image": row.get("image") or None}}
     return {"task": json.loads(info["task"]),
-            "image": {"reference": info["image"], "python": info.get("image_python") or None,
-                      "workdir": info.get("workdir") or None}}
+            "image": {"reference": reference_of(info["image"]), "python": info.get("image_python") or None,
+                      "workdir": info.get("workdir") or None, "user": info.get("image_user") or None}}

@@ -28,7 +28,8 @@ from functools import partial
 from pathlib import Path
 
 from coderl.errors import SandboxError
-from coderl.sandbox.image_rootfs import ImageRoot, unpack, unpacked
+from coderl.sandbox.image_build import obtained
+from coderl.sandbox.image_rootfs import ImageRoot, unpacked
 from coderl.sandbox.session import Session, SessionHost, SessionLimits
 from coderl.swe.grade_status import GradeStatus
 from coderl.swe.grader import DEFAULT_GRADE_LIMITS, GradeResult, Outcome, timed_grading
@@ -51,18 +52,20 @@ class ImageRepoGrader:
         self._gate = asyncio.Semaphore(concurrency)
 
     async def grade(self, task: RepoTask, image_ref: str, diff: str, *, python: str = DEFAULT_PYTHON,
-                    workdir: str | None = None) -> GradeResult:
-        return await timed_grading(task, diff, partial(self._grade, task, image_ref, python, workdir))
+                    workdir: str | None = None, user: str | None = None) -> GradeResult:
+        """``image_ref``: a reference or id (with ``pull``, also a Dockerfile path: built);
+        ``workdir``/``user``: the task's, where they are not the image's."""
+        return await timed_grading(task, diff, partial(self._grade, task, image_ref, python, (workdir, user)))
 
-    async def _grade(self, task: RepoTask, image_ref: str, python: str, workdir: str | None, kept: str,
-                     touched: list[str], outcome: Outcome) -> GradeResult:
+    async def _grade(self, task: RepoTask, image_ref: str, python: str, where: tuple[str | None, str | None],
+                     kept: str, touched: list[str], outcome: Outcome) -> GradeResult:
         async with self._gate:
             try:
-                image = await asyncio.to_thread(unpack if self.pull else unpacked, image_ref, self.cache_dir)
-                workdir = os.path.normpath(workdir or image.workdir)
+                image = await asyncio.to_thread(obtained if self.pull else unpacked, image_ref, self.cache_dir)
+                workdir = os.path.normpath(where[0] or image.workdir)
                 pristine = await asyncio.to_thread(image.pristine_git, workdir)
                 base = await asyncio.to_thread(base_tree, pristine)
-                session = await self.host.open_image(image, workdir=workdir, limits=self.limits,
+                session = await self.host.open_image(image, workdir=workdir, user=where[1], limits=self.limits,
                                                      ro_binds=[str(INSIDE_DIR)])
             except (SandboxError, subprocess.CalledProcessError) as exc:
                 return outcome(GradeStatus.SANDBOX_ERROR, str(exc), tests_touched=touched)
