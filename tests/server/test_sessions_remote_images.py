@@ -25,10 +25,11 @@ from coderl.data.swe import image_row
 from coderl.errors import BadRequest, ImageNotPulled
 from coderl.sandbox.session import SessionLimits
 from coderl.swe.harness import run_in_remote_sandbox
+from coderl.swe.image_episodes import remote_task
 from coderl.swe.task import RepoTask
 from tests.agent.test_agent_loop import HERE, ScriptedServer, char_ids, config
 from tests.agent.test_image_repo_tasks import FIX, INSTANCE, SHORT_TASK
-from tests.helpers.images import ROOT, swe_bench_image, swe_lite_task
+from tests.helpers.images import DEBIAN, ROOT, swe_bench_image, swe_lite_task
 from tests.helpers.service import running_service
 
 # slow: the flask image (built by tests/agent/test_image_repo_tasks.py too: the same tag, built once)
@@ -133,6 +134,41 @@ def test_an_image_the_node_lacks_is_named_not_pulled(service, row):
     assert missing["status"] == "sandbox_error" and missing["reward"] is None, missing
     assert "coderl images pull" in missing["message"], missing
     assert "send its row as 'task'" in no_task["error"], no_task
+
+
+
+def test_a_row_whose_image_is_a_dockerfile_is_prebuilt_on_the_node(service, row, tmp_path):
+    """A row whose image names a Dockerfile (FROM the local base, COPY only; a file of its own makes a tag
+    this machine has never built): the agent loop sends its tag, which the node lacks: 409 naming the
+    pre-build command; `coderl images pull DOCKERFILE` (into the node's cache, as an operator runs it)
+    builds and unpacks it; then a session in it as the row's user in the image's work dir; a user the
+    image lacks: 400 naming it."""
+    ctx = tmp_path / "ctx"
+    (ctx / "work").mkdir(parents=True)
+    (ctx / "work" / "nonce.txt").write_text(f"{uuid.uuid4().hex}\n")
+    (ctx / "Dockerfile").write_text(f"FROM {DEBIAN}\nCOPY work /work\nWORKDIR /work\n")
+    image = remote_task({"task": json.dumps(row), "image": str(ctx / "Dockerfile"), "image_user": "nobody"})["image"]
+    assert image["reference"].startswith("localhost/coderl-build/ctx:"), image
+
+    async def open_as(user: str) -> str:
+        async with SessionService(service) as sessions:
+            s = await sessions.open(row, image={**image, "user": user}, limits=LIMITS)
+            try:
+                return (await s.exec("id -un; pwd; cat nonce.txt")).stdout
+            finally:
+                await s.close()
+
+    with pytest.raises(ImageNotPulled, match=r"built from a row's Dockerfile.*coderl images pull DOCKERFILE"):
+        asyncio.run(open_as("nobody"))
+    try:
+        pulled = subprocess.run([sys.executable, "-m", "coderl.cli", "images", "pull", str(ctx / "Dockerfile")],
+                                capture_output=True, text=True, env=os.environ, timeout=600)  # the node's CODERL_CACHE
+        assert pulled.returncode == 0 and '"id"' in pulled.stdout, pulled.stdout + pulled.stderr[-2000:]
+        assert asyncio.run(open_as("nobody")).split("\n")[:3] == ["nobody", "/work", (ctx / "work" / "nonce.txt").read_text().strip()]
+        with pytest.raises(BadRequest, match="user 'agent' is not in its /etc/passwd"):
+            asyncio.run(open_as("agent"))
+    finally:
+        subprocess.run(["podman", "image", "rm", "-f", image["reference"]], capture_output=True, timeout=120)
 
 
 @pytest.mark.verl
