@@ -55,9 +55,9 @@ def container_options(pod_spec: dict[str, Any]) -> list[str]:
     volumes = {v["name"]: v for v in pod_spec.get("volumes", [])}
     for mount in c.get("volumeMounts", []):
         volume = volumes[mount["name"]]
-        # an emptyDir is a scratch directory; a claim's content is the cluster's data, for which
-        # an empty directory stands in (the checks here do not read it)
-        assert set(volume) - {"name"} <= {"emptyDir", "persistentVolumeClaim"}, f"volume {volume}: no translation"
+        # an emptyDir is a scratch directory; a claim's content is the cluster's data and a hostPath's
+        # the node's, for which an empty directory stands in (the checks here do not read them)
+        assert set(volume) - {"name"} <= {"emptyDir", "persistentVolumeClaim", "hostPath"}, f"volume {volume}: no translation"
         options += ["--tmpfs", mount["mountPath"]]
     for env in c.get("env", []):
         options += ["-e", f"{env['name']}={env['value']}"]
