@@ -65,7 +65,8 @@ def test_swe_rows_with_their_images(tmp_path):
     out = tmp_path / "out"
     template = "docker.io/swebench/sweb.eval.x86_64.{sweb_id}:latest"
     argv = [sys.executable, "-m", "coderl.cli", "data", "swe", "--source", str(SWE_LITE / "rows.json"), "--out", str(out),
-            "--cache", str(tmp_path / "cache"), "--image", template, "--image-python", "/opt/miniconda3/envs/testbed/bin/python"]
+            "--cache", str(tmp_path / "cache"), "--image", template, "--image-python", "/opt/miniconda3/envs/testbed/bin/python",
+            "--image-user", "nobody"]
     proc = subprocess.run(argv, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     rows = {r["extra_info"]["instance_id"]: r for r in pq.read_table(out / "train.parquet").to_pylist()}
@@ -74,10 +75,12 @@ def test_swe_rows_with_their_images(tmp_path):
     assert flask["extra_info"]["image"] == "docker.io/swebench/sweb.eval.x86_64.pallets_1776_flask-4992:latest"
     assert (flask["extra_info"]["image_python"], flask["extra_info"]["workdir"]) == (
         "/opt/miniconda3/envs/testbed/bin/python", "/testbed")
+    assert flask["extra_info"]["image_user"] == "nobody"
     assert "checked out at /testbed" in flask["prompt"][0]["content"] and "repo_dir" not in flask["extra_info"]
     images = (out / "images.txt").read_text().splitlines()
     assert len(images) == 48 and flask["extra_info"]["image"] in images
     for extra, why in ((["--repos", str(tmp_path)], "no --source builtin, --repos"),
-                       (["--image", "x/{nope}"], "only {instance_id} and {sweb_id}")):
+                       (["--image", "x/{nope}"], "only {instance_id} and {sweb_id}"),
+                       (["--image-user", "a b"], "--image-user must be")):
         bad = subprocess.run([*argv, *extra], capture_output=True, text=True)
         assert bad.returncode == 2 and why in bad.stderr and bad.stderr.count("\n") == 1, bad.stderr

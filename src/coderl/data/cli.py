@@ -62,6 +62,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                      help="with --image: the interpreter with the task's pytest (SWE-bench's images: "
                           "/opt/miniconda3/envs/testbed/bin/python)")
     swe.add_argument("--workdir", default="/testbed", help="with --image: where the image holds the repository")
+    swe.add_argument("--image-user", default="", help="with --image: who episodes and grading run as (default: the "
+                                                      "image's User)")
     swe.add_argument("--val-fraction", type=fraction, default=0.0, help="in [0, 1)")
     swe.add_argument("--seed", type=int, default=42)
     swe.add_argument("--split", help="with --source builtin: train or heldout, that split's tasks only "
@@ -137,7 +139,7 @@ def _swe(args: argparse.Namespace) -> int:
     from coderl.data.swe import build_swe
 
     print(build_swe(args.source, args.out, repos_dir=args.repos, cache_dir=args.cache or default_cache_dir(),
-                    image=args.image, image_python=args.image_python, workdir=args.workdir,
+                    image=args.image, image_python=args.image_python, workdir=args.workdir, image_user=args.image_user,
                     build_envs=args.build_envs, find_links=args.find_links, limit=args.limit,
                     val_fraction=args.val_fraction, seed=args.seed, split=args.split).summary())
     return 0

@@ -14,11 +14,13 @@ Schema: docs/agent.md, "Repository tasks" and "Tasks in their own images".
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 from coderl.data.common import BuildReport, Drop, convert, read_rows, seeded_split, write_jsonl, write_parquet
 from coderl.errors import BadRequest
+from coderl.sandbox.image_rootfs import USER_SPEC
 from coderl.swe.environment import EnvBuildError, build_env
 from coderl.swe.store import RepoStore, RepoUnavailable
 from coderl.swe.task import InvalidTask, RepoTask
@@ -43,8 +45,9 @@ def image_reference(template: str, instance_id: str) -> str:
         raise BadRequest(f"--image {template!r}: only {{instance_id}} and {{sweb_id}} may be named ({exc})") from None
 
 
-def image_row(task: RepoTask, image: str, python: str, workdir: str, cache_dir: Path) -> dict[str, Any]:
-    """One verl row of a task whose environment is ``image`` (`coderl.swe.image_episodes`'s fields)."""
+def image_row(task: RepoTask, image: str, python: str, workdir: str, cache_dir: Path, user: str = "") -> dict[str, Any]:
+    """One verl row of a task whose environment is ``image`` (`coderl.swe.image_episodes`'s fields;
+    ``user`` '' = the image's)."""
     return {
         "data_source": DATA_SOURCE,
         "agent_name": AGENT_NAME,
@@ -52,7 +55,7 @@ def image_row(task: RepoTask, image: str, python: str, workdir: str, cache_dir: 
         "ability": "swe",
         "reward_model": {"style": "rule", "ground_truth": task.instance_id},
         "extra_info": {"instance_id": task.instance_id, "task": json.dumps(task.to_row()), "image": image,
-                       "image_python": python, "workdir": workdir, "cache_dir": str(cache_dir)},
+                       "image_python": python, "workdir": workdir, "image_user": user, "cache_dir": str(cache_dir)},
     }
 
 
@@ -75,7 +78,7 @@ def swe_row(task: RepoTask, snapshot: Path, env_dir: Path | None, repos_dir: Pat
 def build_swe(source: str, out: str | Path, *, repos_dir: str | Path | None, cache_dir: str | Path,
               build_envs: bool = False, find_links: str | Path | None = None, limit: int | None = None,
               val_fraction: float = 0.0, seed: int = 42, split: str | None = None, image: str | None = None,
-              image_python: str = "python3", workdir: str = IMAGE_WORKDIR) -> BuildReport:
+              image_python: str = "python3", workdir: str = IMAGE_WORKDIR, image_user: str = "") -> BuildReport:
     """Write train.parquet (+ validation.parquet with ``val_fraction``), tasks.jsonl (the task
     rows as read, for `coderl eval swe`) and report.json under ``out``. ``split`` (builtin only)
     keeps the builtin set's ``train`` or ``heldout`` tasks. ``image``: a reference template; the
@@ -88,7 +91,10 @@ def build_swe(source: str, out: str | Path, *, repos_dir: str | Path | None, cac
             raise BadRequest("--image names each task's environment: no --source builtin, --repos or --build-envs")
         if not workdir.startswith("/"):
             raise BadRequest(f"--workdir must be an absolute path, got {workdir!r}")
-        return _build_image_rows(source, out, cache, image, image_python, workdir, limit, val_fraction, seed)
+        if image_user and not re.match(USER_SPEC, image_user):
+            raise BadRequest(f"--image-user must be name, uid, name:group or uid:gid, got {image_user!r}")
+        return _build_image_rows(source, out, cache, image, image_python, workdir, limit, val_fraction, seed,
+                                 user=image_user)
     if source == "builtin":
         from coderl.swe.task_set import build_task_set
 
@@ -128,7 +134,7 @@ def build_swe(source: str, out: str | Path, *, repos_dir: str | Path | None, cac
 
 
 def _build_image_rows(source: str, out: Path, cache: Path, template: str, python: str, workdir: str,
-                      limit: int | None, val_fraction: float, seed: int) -> BuildReport:
+                      limit: int | None, val_fraction: float, seed: int, user: str = "") -> BuildReport:
     report = BuildReport("swe")
     image_reference(template, "check__template-1")  # a bad template is the command's error, not every row's
 
@@ -137,7 +143,7 @@ def _build_image_rows(source: str, out: Path, cache: Path, template: str, python
             task = RepoTask.from_row(row)
         except InvalidTask as exc:
             raise Drop("invalid task row", str(exc)) from exc
-        return image_row(task, image_reference(template, task.instance_id), python, workdir, cache), task.to_row()
+        return image_row(task, image_reference(template, task.instance_id), python, workdir, cache, user), task.to_row()
 
     pairs = list(convert(report, read_rows(source, limit=limit), one, "swe"))
     report = _write(report, pairs, out, val_fraction, seed)

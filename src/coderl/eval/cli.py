@@ -74,6 +74,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                                          "`coderl data swe --image`: {instance_id}, {sweb_id}")
     swe.add_argument("--image-python", default="python3", help="with --image: the interpreter with the task's pytest")
     swe.add_argument("--workdir", default="/testbed", help="with --image: where the image holds the repository")
+    swe.add_argument("--image-user", default="", help="with --image: who episodes and grading run as (default: the "
+                                                      "image's User)")
     swe.set_defaults(func=_swe)
     from coderl.eval.harbor import add_parser as harbor_parser
 
@@ -113,7 +115,7 @@ def _swe(args: argparse.Namespace) -> int:
                         sessions_url=args.sessions_url, gateway_url=args.gateway_url,
                         concurrency=args.concurrency, find_links=Path(args.find_links) if args.find_links else None,
                         limit=args.limit, split=args.split, image=args.image, image_python=args.image_python,
-                        workdir=args.workdir)
+                        workdir=args.workdir, image_user=args.image_user)
     summary = asyncio.run(evaluate_swe(cfg))
     print(markdown(summary))
     return exit_code(summary)

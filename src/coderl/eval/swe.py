@@ -66,6 +66,7 @@ class SweEvalConfig:
     image: str | None = None  # a reference template: each task's environment is its image (no repos)
     image_python: str = "python3"
     workdir: str = "/testbed"
+    image_user: str = ""  # '' = the image's User
 
     def image_info(self, task: RepoTask) -> dict[str, Any] | None:
         """The task's image row fields (`coderl.data.swe.image_row`'s extra_info), None without --image."""
@@ -74,7 +75,7 @@ class SweEvalConfig:
         if self.image is None:
             return None
         return image_row(task, image_reference(self.image, task.instance_id), self.image_python, self.workdir,
-                         self.cache_dir)["extra_info"]
+                         self.cache_dir, self.image_user)["extra_info"]
 
 
 def load_tasks(cfg: SweEvalConfig) -> tuple[list[RepoTask], Path | None]:

@@ -31,6 +31,8 @@ from coderl.cache import READY, ready_once
 from coderl.errors import ImageNotPulled, ImageUnavailable
 
 _ENGINE_TIMEOUT_S = 3600.0
+#: who a task may say its episode runs as: name, uid, name:group or uid:gid (``ImageRoot.identity``)
+USER_SPEC = r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,63})?$"
 _GIT_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_AUTHOR_NAME": "coderl",
             "GIT_AUTHOR_EMAIL": "coderl@localhost", "GIT_COMMITTER_NAME": "coderl",
             "GIT_COMMITTER_EMAIL": "coderl@localhost", "GIT_AUTHOR_DATE": "2000-01-01T00:00:00Z",

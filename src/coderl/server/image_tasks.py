@@ -47,7 +47,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from coderl.errors import ImageNotPulled, ImageUnavailable, InvalidTask, SandboxError
 from coderl.sandbox.image_build import BUILT_REPOSITORY
-from coderl.sandbox.image_rootfs import ImageRoot, unpacked
+from coderl.sandbox.image_rootfs import USER_SPEC, ImageRoot, unpacked
 from coderl.sandbox.session import Session, SessionHost, SessionLimits
 from coderl.swe.grade_status import GradeStatus
 from coderl.swe.grader import GradeResult
@@ -64,7 +64,7 @@ class ImageIn(BaseModel):
     reference: str = Field(pattern=_REFERENCE, description="an image reference or id this node's engine holds")
     python: str | None = Field(default=None, max_length=512, description="the interpreter with the task's pytest")
     workdir: str | None = Field(default=None, pattern=r"^/", max_length=4096)
-    user: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,63})?$",
+    user: str | None = Field(default=None, pattern=USER_SPEC,
                              description="name, uid, name:group or uid:gid of the image (default: its User)")
 
 
