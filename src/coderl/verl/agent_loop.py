@@ -53,7 +53,7 @@ from verl.experimental.agent_loop.agent_loop import (
     register,
 )
 
-from coderl.errors import CoderlError
+from coderl.errors import CoderlError, ImageUnavailable
 from coderl.gateway.chat import ChatFormat
 from coderl.gateway.core import SessionConfig
 from coderl.records.agent import record_episode
@@ -223,7 +223,7 @@ class GatewayAgentLoop(AgentLoopBase):
         instance_id = str(extra_info.get("instance_id", ""))
         try:
             named = remote_task(extra_info) if is_image_row(extra_info) else {"task": json.loads(extra_info["task"])}
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, ImageUnavailable) as exc:  # e.g. a Dockerfile this machine lacks
             return GradeResult(instance_id=instance_id, status=GradeStatus.SANDBOX_ERROR,
                                reward=None, message=f"the row carries no readable task: {exc}")
         async with SandboxClient(self.sessions_url.split(","), timeout_s=3600.0) as client:
