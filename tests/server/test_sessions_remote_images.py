@@ -88,10 +88,17 @@ def test_session_in_the_image_and_its_grade(service, image, row):
 def test_grade_route_gold_resolves_and_empty_does_not(service, image, row):
     async def main():
         async with SandboxClient(service, timeout_s=1200) as client:
-            return await client.grade_swe([{"task": row, "image": {"reference": image}, "patch": RepoTask.from_row(row).gold_patch},
-                                           {"task": row, "image": {"reference": image}, "patch": ""}])
+            gold_patch = RepoTask.from_row(row).gold_patch
+            return await client.grade_swe([{"task": row, "image": {"reference": image}, "patch": gold_patch},
+                                           {"task": row, "image": {"reference": image}, "patch": ""},
+                                           {"task": row, "image": {"reference": image, "user": "nobody"},
+                                            "patch": gold_patch},  # the row's user: graded as that user
+                                           {"task": row, "image": {"reference": image, "user": "agent"},
+                                            "patch": gold_patch}])
 
-    gold, empty = asyncio.run(main())
+    gold, empty, as_nobody, no_user = asyncio.run(main())
+    assert (as_nobody["status"], as_nobody["reward"]) == ("resolved", 1.0), as_nobody
+    assert no_user["status"] == "sandbox_error" and "user 'agent' is not in its /etc/passwd" in no_user["message"], no_user
     assert (gold["status"], gold["reward"]) == ("resolved", 1.0), gold
     assert len(gold["pass_to_pass"]) == 18 and set(gold["pass_to_pass"].values()) == {"PASSED"}, gold
     assert (empty["status"], empty["reward"]) == ("unresolved", 0.0), empty
