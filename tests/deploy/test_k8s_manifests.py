@@ -140,17 +140,21 @@ def test_session_pods_read_the_nodes_image_cache_and_harbor_tasks() -> None:
     """The service has no container engine and never pulls or builds at request time: it serves what
     `coderl images pull --cache DIR` (docs/deploy.md) unpacked on its node, so DIR/images is a hostPath
     mounted writable (each image's pristine git snapshot is made there) at $CODERL_CACHE/images; and
-    CODERL_HARBOR_TASKS is a directory of a mounted volume."""
+    CODERL_HARBOR_TASKS is a directory of a mounted volume. The session StatefulSet and the RayJob's
+    sandbox group (where Ray places session replicas) alike."""
     statefulset = next(o for o in m.rendered("sessions") if o["kind"] == "StatefulSet")
-    spec = statefulset["spec"]["template"]["spec"]
-    (c,) = spec["containers"]
-    env = {e["name"]: e["value"] for e in c["env"]}
-    mounts = {mount["mountPath"]: mount for mount in c["volumeMounts"]}
-    images = mounts[env["CODERL_CACHE"] + "/images"]
-    host = {v["name"]: v for v in spec["volumes"]}[images["name"]]["hostPath"]
-    assert not images.get("readOnly") and host["type"] == "DirectoryOrCreate" and host["path"].endswith("/images")
-    assert f"coderl images pull --cache {host['path'].removesuffix('/images')}" in (m.ROOT / "docs" / "deploy.md").read_text()
-    assert any(env["CODERL_HARBOR_TASKS"].startswith(path + "/") for path in mounts)
+    (job,) = [o for o in m.rendered("trainer-gpu") if o["kind"] == "RayJob"]
+    (group,) = [g for g in job["spec"]["rayClusterSpec"]["workerGroupSpecs"] if g["groupName"] == "sandbox"]
+    for spec in (statefulset["spec"]["template"]["spec"], group["template"]["spec"]):
+        (c,) = spec["containers"]
+        env = {e["name"]: e["value"] for e in c["env"]}
+        mounts = {mount["mountPath"]: mount for mount in c["volumeMounts"]}
+        images = mounts[env["CODERL_CACHE"] + "/images"]
+        host = {v["name"]: v for v in spec["volumes"]}[images["name"]]["hostPath"]
+        assert not images.get("readOnly") and host["type"] == "DirectoryOrCreate" and host["path"].endswith("/images")
+        pull = f"coderl images pull --cache {host['path'].removesuffix('/images')}"
+        assert pull in (m.ROOT / "docs" / "deploy.md").read_text()
+        assert any(env["CODERL_HARBOR_TASKS"].startswith(path + "/") for path in mounts)
 
 
 @pytest.mark.parametrize("overlay", m.OVERLAYS)
