@@ -18,6 +18,7 @@ from coderl.errors import ImageNotPulled, ImageUnavailable, InvalidTask
 from coderl.sandbox.image_build import BUILT_REPOSITORY, DockerfileImage, names_dockerfile, reference_of
 from coderl.sandbox.session import SessionHost, SessionLimits
 from coderl.server.image_tasks import ImageIn, ImageTask, NodeImages
+from coderl.server.ray_images import unpack_here
 from coderl.swe.harbor import HarborTask
 from coderl.swe.image_episodes import remote_task
 from tests.helpers.images import ROOT, swe_lite_task
@@ -46,6 +47,7 @@ def test_a_dockerfile_is_tagged_by_its_content(tmp_path):
     for bad, why in ((tmp_path / "absent", "no such Dockerfile"), (tmp_path / "empty", "without a Dockerfile")):
         with pytest.raises(ImageUnavailable, match=why):
             reference_of(str(bad))
+        assert why in unpack_here([str(bad)], str(tmp_path / "cache"))["images"][str(bad)]["error"]  # coderl images pull
     hello = HarborTask.from_dir(ROOT / "tests" / "fixtures" / "harbor" / "hello-shell")  # Harbor's: the same code
     assert hello.image_tag == DockerfileImage(hello.environment_dir).tag("localhost/coderl-harbor", "hello-shell")
 

@@ -30,7 +30,7 @@ def unpack_here(references: list[str], cache_dir: str | None) -> dict[str, Any]:
     each under the tag a service looks it up by (`coderl.sandbox.image_build`)."""
     from coderl.cache import default_cache_dir
     from coderl.errors import InvalidTask
-    from coderl.sandbox.image_build import DockerfileImage
+    from coderl.sandbox.image_build import DockerfileImage, names_dockerfile
     from coderl.sandbox.image_rootfs import unpack
     from coderl.swe.harbor import HarborTask
 
@@ -41,7 +41,7 @@ def unpack_here(references: list[str], cache_dir: str | None) -> dict[str, Any]:
         try:
             if (Path(ref) / "instruction.md").is_file():
                 ref_image = HarborTask.from_dir(ref).built_image()
-            elif Path(ref).exists():
+            elif Path(ref).exists() or names_dockerfile(ref):  # an absolute path is never a reference
                 ref_image = DockerfileImage.from_path(ref).built()
             else:
                 ref_image = ref
