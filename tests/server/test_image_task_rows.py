@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 
 import pytest
 from pydantic import ValidationError
@@ -43,6 +44,9 @@ def test_a_dockerfile_is_tagged_by_its_content(tmp_path):
     named = DockerfileImage.from_path(ctx / "other.dockerfile")
     assert named.context == ctx and named.tag().startswith(f"{BUILT_REPOSITORY}/other.dockerfile:")
     assert named.tag().split(":")[1] != reference_of(str(ctx)).split(":")[1]
+    copy = tmp_path / "elsewhere" / "flask-4992"  # the node's copy of the same files: the same images
+    shutil.copytree(ctx, copy)
+    assert (reference_of(str(copy / "other.dockerfile")), reference_of(str(copy))) == (named.tag(), reference_of(str(ctx)))
     (tmp_path / "empty").mkdir()
     for bad, why in ((tmp_path / "absent", "no such Dockerfile"), (tmp_path / "empty", "without a Dockerfile")):
         with pytest.raises(ImageUnavailable, match=why):

@@ -57,8 +57,10 @@ class DockerfileImage:
         digest = hashlib.sha256()
         for path in sorted(p for p in self.context.rglob("*") if p.is_file()):
             digest.update(str(path.relative_to(self.context)).encode() + b"\0" + path.read_bytes())
-        if self.dockerfile is not None:  # another file of the context, or one outside it
-            digest.update(b"\0-f\0" + str(self.dockerfile).encode() + b"\0" + self.dockerfile.read_bytes())
+        if self.dockerfile is not None:  # which file of the context (or one outside it): never where the context is,
+            which = self.dockerfile.relative_to(self.context) if self.dockerfile.is_relative_to(self.context) \
+                else self.dockerfile.name  # so that a node's copy of the same files names the same image
+            digest.update(b"\0-f\0" + str(which).encode() + b"\0" + self.dockerfile.read_bytes())
         label = name or (self.dockerfile.name if self.dockerfile else self.context.name)
         safe = "".join(c if c.isalnum() or c in "-_." else "-" for c in label.lower()).strip("-.") or "image"
         return f"{repository}/{safe}:{digest.hexdigest()[:12]}"
