@@ -22,6 +22,9 @@ def test_doctor_reports_full_isolation():
     for name in ("unprivileged uid 65534", "no capabilities", "seccomp filter active", "ptrace denied",
                  "network: loopback of its own namespace only", "system files read-only", "language python"):
         assert checks[name]["ok"], checks[name]
+    for language in ("ruby", "perl", "lua"):  # MultiPL-E's test libraries, where the language is installed
+        if f"language {language}" in checks and checks[f"language {language}"]["ok"]:
+            assert checks[f"libraries {language}"]["ok"], checks[f"libraries {language}"]
     runtime = checks["runtime environment"]
     if runtime_prefix() is not None:  # imported in a real slot: Python's packages and node's lodash
         assert runtime["ok"] and "numpy" in runtime["detail"] and "lodash" in runtime["detail"], runtime

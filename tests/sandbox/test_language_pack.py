@@ -29,6 +29,19 @@ def test_other_processes_scheduling_only_to_the_default_policy(engine):
         "1 0 allowed", "1 5 1", f"1 {0 | 0x40000000} 1", "0 5 allowed"], ex.results[0]
 
 
+WITH_LIBRARIES = sorted(lang.name for lang in languages.ALL if lang.libraries_hello is not None)
+
+
+@pytest.mark.parametrize("name", WITH_LIBRARIES)
+def test_multiple_test_libraries_load_in_the_sandbox(engine, name):
+    """MultiPL-E's Ruby, Perl and Lua tests load a test library; without it every submission fails."""
+    lang = languages.resolve(name)
+    if not lang.available():
+        pytest.skip(f"{name} toolchain not installed on this host")
+    ex = engine.execute(Program(name, lang.libraries_hello), [b""], Limits(cpu_s=5, wall_s=10, memory_mb=256))
+    assert ex.results[0].ok and ex.results[0].stdout == b"hello, coderl\n", ex.results[0]
+
+
 @pytest.mark.parametrize("name", sorted(languages.UNAVAILABLE))
 def test_languages_debian_lacks_are_named(name):
     with pytest.raises(UnknownLanguage, match="is not available: "):

@@ -88,12 +88,10 @@ async def _engine_checks(isolation: str) -> list[Check]:
             out.append(Check(label, got == want, f"{key}={got}"))
         for name, lang in sorted(engine.languages().items()):
             cls = languages.resolve(name)
-            ex = await engine.execute(Program(name, cls.hello), [b""], Limits(cpu_s=10, wall_s=20, memory_mb=512))
-            result = ex.results[0]
-            ok = ex.compiled and result.ok and result.stdout.strip() == b"hello, coderl"
-            detail = lang.version if ok else (ex.compile.message[:200] if ex.compile and not ex.compile.ok
-                                              else f"{result.status}: {result.stderr[:200]!r}")
-            out.append(Check(f"language {name}", ok, detail))
+            out.append(await _hello_check(engine, f"language {name}", name, cls.hello, lang.version))
+            if cls.libraries_hello is not None:
+                out.append(await _hello_check(engine, f"libraries {name}", name, cls.libraries_hello,
+                                              "MultiPL-E's test libraries load"))
         present = set(engine.languages())
         for cls in languages.ALL:
             if cls.name not in present:
@@ -101,6 +99,17 @@ async def _engine_checks(isolation: str) -> list[Check]:
                                                                "scripts/setup.sh installs docker/sandbox-apt.txt)"))
         out.append(runtime_missing() or await _runtime_check(engine))
     return out
+
+
+async def _hello_check(engine: Engine, label: str, language: str, code: str, detail: str) -> Check:
+    """``code`` must compile and print "hello, coderl" in a real slot."""
+    ex = await engine.execute(Program(language, code), [b""], Limits(cpu_s=10, wall_s=20, memory_mb=512))
+    result = ex.results[0]
+    ok = ex.compiled and result.ok and result.stdout.strip() == b"hello, coderl"
+    if not ok:
+        detail = (ex.compile.message[:200] if ex.compile and not ex.compile.ok
+                  else f"{result.status}: {result.stderr[:200]!r}")
+    return Check(label, ok, detail)
 
 
 def runtime_missing() -> Check | None:
@@ -148,8 +157,9 @@ def _first_line(argv: list[str | None]) -> str:
 
 
 def essential_ok(checks: list[Check]) -> bool:
-    """Isolation holds (languages and the runtime environment may be missing without failing the doctor)."""
-    return all(c.ok for c in checks if not c.name.startswith(("language ", "cgroups", "runtime ")))
+    """Isolation holds (languages, their test libraries and the runtime environment may be missing
+    without failing the doctor)."""
+    return all(c.ok for c in checks if not c.name.startswith(("language ", "libraries ", "cgroups", "runtime ")))
 
 
 __all__ = ["Check", "as_json", "essential_ok", "report", "run_checks"]

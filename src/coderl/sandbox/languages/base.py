@@ -34,6 +34,9 @@ class Language:
     env: ClassVar[dict[str, str]] = {}
     #: prints "hello, coderl" and exits 0
     hello: ClassVar[str]
+    #: prints "hello, coderl" after loading the test libraries MultiPL-E's tests in this language
+    #: load (a missing one fails every submission, right or wrong); the doctor runs it
+    libraries_hello: ClassVar[str | None] = None
     warm_python: ClassVar[bool] = False
     #: memory the runtime itself needs on top of the program's limit (the JVM's metaspace, ...)
     memory_overhead_mb: ClassVar[int] = 0

@@ -10,3 +10,4 @@ class Lua(Language):
     version_argv = ("lua5.4", "-v")
     memory_error_markers = ("not enough memory",)
     hello = 'print("hello, coderl")\n'
+    libraries_hello = 'local lu = require("luaunit")\nprint("hello, coderl")\n'

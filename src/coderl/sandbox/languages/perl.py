@@ -11,3 +11,4 @@ class Perl(Language):
     version_argv = ("perl", "-e", "print qq(perl $^V\\n)")
     memory_error_markers = ("Out of memory",)
     hello = 'print "hello, coderl\\n";\n'
+    libraries_hello = 'use Test::Deep;\nuse Data::Compare;\nprint "hello, coderl\\n";\n'
