@@ -14,7 +14,10 @@ import pytest
 from coderl.server.ray_images import pull_on_nodes, unpack_here
 from tests.helpers.images import DEBIAN, local_bases
 
-pytestmark = [pytest.mark.slow, pytest.mark.ray, pytest.mark.timeout(1800)]
+# Heavy (CODERL_TEST_HEAVY=1): 35 s at load 5, most of it the cluster; CI still runs `coderl images pull`
+# into a node's cache (tests/server/test_sessions_remote_images.py) and Ray placement on sandbox nodes
+# (test_ray_sessions.py): README.md, "Test tiers".
+pytestmark = [pytest.mark.heavy, pytest.mark.ray, pytest.mark.timeout(1800)]
 
 
 def test_pull_here_and_on_the_sandbox_nodes(tmp_path):
