@@ -1,14 +1,43 @@
-"""--dry-run of every training script, as a user runs it on a CPU machine with a fresh checkout."""
+"""--dry-run of every training script, as a user runs it on a CPU machine with a fresh checkout.
+
+Each test's script runs are separate processes that spend their time in verl's import and config
+composition (one core each) or in a sandbox start waiting out its timeout (no core): the ``ran``
+fixture starts the selected tests' runs side by side when the module's first test asks, and each
+test asserts on its own runs' output, so the module takes about the time of its longest runs rather
+than their sum."""
 
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 pytestmark = pytest.mark.verl
 ROOT = Path(__file__).resolve().parents[2]
+RUNS: dict[str, Callable[[Path], object]] = {}  # test name -> its script runs, given a fresh directory
+SIDE_BY_SIDE = 4  # two dry runs on the 2 cores CI has, beside the two sandbox starts that mostly wait
+
+
+def runs_for(test: str) -> Callable[[Callable[[Path], object]], Callable[[Path], object]]:
+    """Register the script runs whose output ``test`` asserts on, to be started ahead by ``ran``."""
+    def register(run: Callable[[Path], object]) -> Callable[[Path], object]:
+        RUNS[test] = run
+        return run
+    return register
+
+
+@pytest.fixture(scope="module")
+def ran(request, tmp_path_factory):
+    """test name -> a call that waits for that test's runs and returns what they returned; only
+    the tests selected in this session run (a `-k` run starts just its own)."""
+    selected = {item.name for item in request.session.items if item.module is request.module}
+    with ThreadPoolExecutor(max_workers=SIDE_BY_SIDE) as pool:
+        started = {name: pool.submit(run, tmp_path_factory.mktemp(name)) for name, run in RUNS.items()
+                   if name in selected}
+        yield {name: future.result for name, future in started.items()}
 
 
 def script(name: str, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -18,8 +47,13 @@ def script(name: str, *args: str, env: dict | None = None) -> subprocess.Complet
                           env={**os.environ, **(env or {})})
 
 
-def test_rl_dry_run_passes_with_warnings_for_missing_files():
-    done = script("run_code_rl_demo.sh", "--dry-run")
+@runs_for("test_rl_dry_run_passes_with_warnings_for_missing_files")
+def _rl_dry_run(_: Path) -> subprocess.CompletedProcess:
+    return script("run_code_rl_demo.sh", "--dry-run")
+
+
+def test_rl_dry_run_passes_with_warnings_for_missing_files(ran):
+    done = ran["test_rl_dry_run_passes_with_warnings_for_missing_files"]()
     assert done.returncode == 0, done.stderr[-2000:]
     assert "dry-run: OK (rl)" in done.stdout
     assert "model not found" in done.stderr and "train data not found" in done.stderr
@@ -30,35 +64,61 @@ def test_rl_dry_run_passes_with_warnings_for_missing_files():
     assert "checkpoints/sft/merged" in model and "a tiny stand-in model" in model, model  # configured, and who checked
 
 
-def test_rl_dry_run_names_a_misspelled_key():
-    done = script("run_code_rl_demo.sh", "--dry-run", "actor_rollout_ref.rollout.multi_turn.max_assistant_turnz=3")
+@runs_for("test_rl_dry_run_names_a_misspelled_key")
+def _misspelled_key(_: Path) -> subprocess.CompletedProcess:
+    return script("run_code_rl_demo.sh", "--dry-run", "actor_rollout_ref.rollout.multi_turn.max_assistant_turnz=3")
+
+
+def test_rl_dry_run_names_a_misspelled_key(ran):
+    done = ran["test_rl_dry_run_names_a_misspelled_key"]()
     assert done.returncode == 1 and "max_assistant_turnz" in done.stderr
 
 
-def test_rl_dry_run_rejects_the_legacy_reward_keys():
-    done = script("run_code_rl_demo.sh", "--dry-run", "custom_reward_function.path=/x.py")
+@runs_for("test_rl_dry_run_rejects_the_legacy_reward_keys")
+def _legacy_reward_key(_: Path) -> subprocess.CompletedProcess:
+    return script("run_code_rl_demo.sh", "--dry-run", "custom_reward_function.path=/x.py")
+
+
+def test_rl_dry_run_rejects_the_legacy_reward_keys(ran):
+    done = ran["test_rl_dry_run_rejects_the_legacy_reward_keys"]()
     assert done.returncode == 1 and "legacy key" in done.stderr
 
 
-def test_strict_requires_the_files():
-    done = script("run_code_rl_demo.sh", "--dry-run", "--strict")
+@runs_for("test_strict_requires_the_files")
+def _strict(_: Path) -> subprocess.CompletedProcess:
+    return script("run_code_rl_demo.sh", "--dry-run", "--strict")
+
+
+def test_strict_requires_the_files(ran):
+    done = ran["test_strict_requires_the_files"]()
     assert done.returncode == 1 and "model not found" in done.stderr
 
 
-def test_sft_dry_run():
-    done = script("run_toolcall_sft.sh", "--dry-run")
+@runs_for("test_sft_dry_run")
+def _sft_dry_runs(_: Path) -> tuple[subprocess.CompletedProcess, subprocess.CompletedProcess]:
+    return (script("run_toolcall_sft.sh", "--dry-run"),
+            script("run_toolcall_sft.sh", "--dry-run", "data.multiturn.enable=true"))  # the seed's old key
+
+
+def test_sft_dry_run(ran):
+    done, bad = ran["test_sft_dry_run"]()
     assert done.returncode == 0, done.stderr[-2000:]
     assert "dry-run: OK (sft)" in done.stdout and "fsdp2" in done.stdout
     assert "a tiny stand-in model" in done.stdout
-    bad = script("run_toolcall_sft.sh", "--dry-run", "data.multiturn.enable=true")  # the seed's old key
     assert bad.returncode == 1 and "multiturn" in bad.stderr
 
 
-def test_merge_dry_run_and_bad_usage(tmp_path):
-    done = script("merge_checkpoint.sh", "--dry-run", str(tmp_path))
+@runs_for("test_merge_dry_run_and_bad_usage")
+def _merge_and_bad_usage(tmp: Path) -> tuple[subprocess.CompletedProcess, ...]:
+    return (script("merge_checkpoint.sh", "--dry-run", str(tmp)), script("merge_checkpoint.sh"),
+            script("run_code_rl_demo.sh", "--bogus"))
+
+
+def test_merge_dry_run_and_bad_usage(ran):
+    done, no_checkpoint, bogus = ran["test_merge_dry_run_and_bad_usage"]()
     assert done.returncode == 0 and "verl.model_merger merge --backend fsdp" in done.stdout
-    assert script("merge_checkpoint.sh").returncode == 2
-    assert script("run_code_rl_demo.sh", "--bogus").returncode == 2
+    assert no_checkpoint.returncode == 2
+    assert bogus.returncode == 2
 
 
 def test_tool_output_budget_fits_verls_tool_response_limit():
@@ -78,30 +138,48 @@ def test_tool_output_budget_fits_verls_tool_response_limit():
     assert len(text) <= limit, (len(text), limit)
 
 
-def test_rl_dry_run_names_a_misspelled_reward_option():
-    done = script("run_code_rl_demo.sh", "--dry-run", "+reward.custom_reward_function.reward_kwargs.score_mod=binary")
+@runs_for("test_rl_dry_run_names_a_misspelled_reward_option")
+def _misspelled_reward_option(_: Path) -> subprocess.CompletedProcess:
+    return script("run_code_rl_demo.sh", "--dry-run", "+reward.custom_reward_function.reward_kwargs.score_mod=binary")
+
+
+def test_rl_dry_run_names_a_misspelled_reward_option(ran):
+    done = ran["test_rl_dry_run_names_a_misspelled_reward_option"]()
     assert done.returncode == 1 and "reward_kwargs.score_mod: not an option" in done.stderr, done.stderr[-2000:]
 
 
-def test_training_refuses_without_accelerators_or_without_a_sandbox():
+@runs_for("test_training_refuses_without_accelerators_or_without_a_sandbox")
+def _refused_runs(_: Path) -> tuple[subprocess.CompletedProcess, subprocess.CompletedProcess]:
+    import os
+
     from tests.helpers.service import refused_url
 
-    bare = {k: v for k, v in __import__("os").environ.items() if k not in ("DEVICE", "N_GPUS")}
-    done = subprocess.run(["bash", str(ROOT / "scripts" / "run_toolcall_sft.sh")], capture_output=True, text=True,
-                          timeout=300, env=bare)
-    assert done.returncode == 1 and "no cuda devices visible" in done.stderr, done.stderr[-2000:]
+    bare = {k: v for k, v in os.environ.items() if k not in ("DEVICE", "N_GPUS")}
+    no_devices = subprocess.run(["bash", str(ROOT / "scripts" / "run_toolcall_sft.sh")], capture_output=True,
+                                text=True, timeout=300, env=bare)
     with refused_url() as dead:
         down = script("run_code_rl_demo.sh", env={"DEVICE": "cuda", "N_GPUS": "1", "SANDBOX_URL": dead})
+    return no_devices, down
+
+
+def test_training_refuses_without_accelerators_or_without_a_sandbox(ran):
+    done, down = ran["test_training_refuses_without_accelerators_or_without_a_sandbox"]()
+    assert done.returncode == 1 and "no cuda devices visible" in done.stderr, done.stderr[-2000:]
     assert down.returncode == 1 and "is not ready" in down.stderr, down.stderr[-2000:]
 
 
-def test_sft_dry_run_requires_the_tools_column(tmp_path):
+@runs_for("test_sft_dry_run_requires_the_tools_column")
+def _sft_without_tools(tmp: Path) -> subprocess.CompletedProcess:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    path = tmp_path / "sft.parquet"
+    path = tmp / "sft.parquet"
     pq.write_table(pa.table({"messages": [[{"role": "user", "content": "hi"}]]}), path)
-    done = script("run_toolcall_sft.sh", "--dry-run", f"data.train_files={path}", f"data.val_files={path}")
+    return script("run_toolcall_sft.sh", "--dry-run", f"data.train_files={path}", f"data.val_files={path}")
+
+
+def test_sft_dry_run_requires_the_tools_column(ran):
+    done = ran["test_sft_dry_run_requires_the_tools_column"]()
     assert done.returncode == 1 and "missing columns ['tools']" in done.stderr, done.stderr[-2000:]
 
 
@@ -128,40 +206,52 @@ def _assert_nothing_left_running(log_dir: Path) -> None:
     assert not (log_dir / "sandbox-supervisor.pid").exists()
 
 
-def test_start_sandbox_reports_a_taken_port_with_the_logs_tail(tmp_path):
-    """The service cannot bind (the port is taken: it exits 3 at once, and the entrypoint gives up):
-    the script says the start failed and prints this start's last log lines, the bind error among
-    them, then exits 1 with nothing left running."""
+@runs_for("test_start_sandbox_reports_a_taken_port_with_the_logs_tail")
+def _start_on_a_taken_port(log_dir: Path) -> tuple[subprocess.CompletedProcess, Path]:
     import socket
 
-    (tmp_path / "sandbox.log").write_text("an earlier start's line\n")
+    (log_dir / "sandbox.log").write_text("an earlier start's line\n")
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         done = script("start_sandbox.sh", env={"CODERL_PORT": str(taken.getsockname()[1]),
-                                               "CODERL_LOG_DIR": str(tmp_path), "CODERL_READY_TIMEOUT": "240",
-                                               "CODERL_SERVICE_PIDFILE": str(tmp_path / "service.pid")})
+                                               "CODERL_LOG_DIR": str(log_dir), "CODERL_READY_TIMEOUT": "240",
+                                               "CODERL_SERVICE_PIDFILE": str(log_dir / "service.pid")})
+    return done, log_dir
+
+
+def test_start_sandbox_reports_a_taken_port_with_the_logs_tail(ran):
+    """The service cannot bind (the port is taken: it exits 3 at once, and the entrypoint gives up):
+    the script says the start failed and prints this start's last log lines, the bind error among
+    them, then exits 1 with nothing left running."""
+    done, log_dir = ran["test_start_sandbox_reports_a_taken_port_with_the_logs_tail"]()
     assert done.returncode == 1, (done.stdout, done.stderr[-2000:])
     assert "error: sandbox failed to start" in done.stderr, done.stderr[-2000:]
     assert "address already in use" in done.stderr and "an earlier start's line" not in done.stderr, done.stderr[-2000:]
-    _assert_nothing_left_running(tmp_path)
+    _assert_nothing_left_running(log_dir)
 
 
-def test_start_sandbox_reports_a_bad_option_with_the_logs_tail(tmp_path):
-    """A bad setting makes every restart of the service fail the same way: once the ready timeout
-    passes the script prints the service's own error from the log and stops the supervisor, which
-    would otherwise restart it forever. The port is held (bound, not listening) so that nothing else
-    can answer the readiness probe there."""
+@runs_for("test_start_sandbox_reports_a_bad_option_with_the_logs_tail")
+def _start_with_a_bad_option(log_dir: Path) -> tuple[subprocess.CompletedProcess, Path]:
     import socket
 
     with socket.socket() as held:
         held.bind(("127.0.0.1", 0))
         done = script("start_sandbox.sh", env={"CODERL_PORT": str(held.getsockname()[1]), "CODERL_SLOTS": "many",
-                                               "CODERL_LOG_DIR": str(tmp_path), "CODERL_READY_TIMEOUT": "20",
-                                               "CODERL_SERVICE_PIDFILE": str(tmp_path / "service.pid")})
+                                               "CODERL_LOG_DIR": str(log_dir), "CODERL_READY_TIMEOUT": "20",
+                                               "CODERL_SERVICE_PIDFILE": str(log_dir / "service.pid")})
+    return done, log_dir
+
+
+def test_start_sandbox_reports_a_bad_option_with_the_logs_tail(ran):
+    """A bad setting makes every restart of the service fail the same way: once the ready timeout
+    passes the script prints the service's own error from the log and stops the supervisor, which
+    would otherwise restart it forever. The port is held (bound, not listening) so that nothing else
+    can answer the readiness probe there."""
+    done, log_dir = ran["test_start_sandbox_reports_a_bad_option_with_the_logs_tail"]()
     assert done.returncode == 1, (done.stdout, done.stderr[-2000:])
     assert "error: sandbox" in done.stderr and "CODERL_SLOTS='many' is not a number" in done.stderr, done.stderr[-2000:]
-    _assert_nothing_left_running(tmp_path)
+    _assert_nothing_left_running(log_dir)
 
 
 def test_stamp_names_a_build_from_its_inputs(tmp_path):
