@@ -181,17 +181,21 @@ def test_run_agent_rl_dry_run(tmp_path):
     fails in one line), then verl's whole composed config (OK with warnings on a bare machine)."""
     import os
     import subprocess
+    from concurrent.futures import ThreadPoolExecutor
 
     root = HERE.parents[1]
     bad = tmp_path / "loops.yaml"
     bad.write_text("- name: coderl_gateway_agent\n  _target_: coderl.verl.agent_loop.GatewayAgentLoop\n"
                    "  command: mini {base_url}\n  timeout: 5\n")
-    env = {**os.environ, "AGENT_LOOPS": str(bad)}
-    done = subprocess.run(["bash", str(root / "scripts" / "run_agent_rl.sh"), "--dry-run"], capture_output=True,
-                          text=True, timeout=300, env=env)
-    assert done.returncode == 1 and "unknown option(s) timeout" in done.stderr
-    done = subprocess.run(["bash", str(root / "scripts" / "run_agent_rl.sh"), "--dry-run"], capture_output=True,
-                          text=True, timeout=600, env={**os.environ, "AGENT_LOOPS": ""})
+
+    def dry_run(loops: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["bash", str(root / "scripts" / "run_agent_rl.sh"), "--dry-run"], capture_output=True,
+                              text=True, timeout=600, env={**os.environ, "AGENT_LOOPS": loops})
+
+    # side by side: each run is one process on one core, mostly importing verl and composing its config
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        misspelled, done = pool.map(dry_run, (str(bad), ""))
+    assert misspelled.returncode == 1 and "unknown option(s) timeout" in misspelled.stderr
     assert done.returncode == 0, done.stderr[-2000:]
     assert "agent loops:" in done.stdout and "dry-run: OK (rl)" in done.stdout
     assert "agent loop coderl_gateway_agent" in done.stdout
