@@ -41,8 +41,8 @@ BWRAP = b"/usr/bin/bwrap\0"  # a sandbox: bubblewrap and its pid-1 child
 
 
 def test_concurrent_mixed_load(service_url):
-    # the 2 minutes in the full suite (CI); 30 s in the default one
-    duration = float(os.environ.get("CODERL_LOAD_SECONDS", "120" if os.environ.get("CODERL_TEST_ALL") == "1" else "30"))
+    # the 2 minutes in the full suite (CI); 15 s in the default one: 16 clients still cycle the whole mix
+    duration = float(os.environ.get("CODERL_LOAD_SECONDS", "120" if os.environ.get("CODERL_TEST_ALL") == "1" else "15"))
     tmp_before = _host_slot_dirs()
     stats = {"ok": 0, "bad": []}
 
