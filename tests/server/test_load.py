@@ -41,7 +41,8 @@ BWRAP = b"/usr/bin/bwrap\0"  # a sandbox: bubblewrap and its pid-1 child
 
 
 def test_concurrent_mixed_load(service_url):
-    # the issue's 2 minutes in the full suite (CI); 15 s in the default one: 16 clients still cycle the whole mix
+    # the issue's 2 minutes in the full suite (CI); 15 s in the default one: the 16 seeded
+    # clients' first picks alone cover the whole mix, all judged at once
     duration = float(os.environ.get("CODERL_LOAD_SECONDS", "120" if os.environ.get("CODERL_TEST_ALL") == "1" else "15"))
     tmp_before = _host_slot_dirs()
     stats = {"ok": 0, "bad": []}
