@@ -9,6 +9,7 @@ import socket
 
 import pytest
 
+from coderl.cache import default_cache_dir
 from coderl.sandbox import RunStatus
 
 OK, RE, TLE, MLE, OLE = (RunStatus.OK, RunStatus.RUNTIME_ERROR, RunStatus.TIME_LIMIT,
@@ -227,11 +228,15 @@ def test_raw_socket_denied(run):
 
 
 def test_host_secrets_are_absent(run, tmp_path):
-    src = ("import os\nfor p in ('/etc/shadow', '/etc/passwd', '/root/.ssh', '/proc/1/environ', '/home', '/work'):\n"
-           "    print(p, os.path.exists(p))\nprint(dict(os.environ))")
+    """The host's cache directory too (a home directory's, or a checkout's where CODERL_CACHE points
+    into one): the C++ headers and JVM archives prebuilt there are bound under /coderl/toolchain
+    (tests/sandbox/test_prebuilt.py shows a cache under /var/tmp not showing while both are used)."""
+    cache = str(default_cache_dir().absolute())
+    src = ("import os\nfor p in ('/etc/shadow', '/etc/passwd', '/root/.ssh', '/proc/1/environ', '/home', '/work', "
+           f"{cache!r}):\n    print(p, os.path.exists(p))\nprint(dict(os.environ))")
     out = one(run(src)).stdout.decode()
     assert "/etc/shadow False" in out and "/etc/passwd False" in out and "/root/.ssh False" in out
-    assert "/work False" in out
+    assert "/work False" in out and f"{cache} False" in out
     assert "SECRET" not in out and "/work/main" not in out
 
 

@@ -75,7 +75,7 @@ class Engine:
         self._infos = {name: lang.info() for name, lang in self._languages.items()}  # versions: asked once
         # the first start on a machine builds the toolchains' precompiled headers and class archives
         # (languages.prebuilt, tens of seconds): in threads, side by side
-        found = await asyncio.gather(*(asyncio.to_thread(lang.extra_binds) for lang in self._languages.values()))
+        found = await asyncio.gather(*(asyncio.to_thread(lang.binds) for lang in self._languages.values()))
         binds = tuple(sorted({b for lang_binds in found for b in lang_binds}))
         self.cgroups.start()
         self._config = SlotConfig(isolation=self.isolation, cgroups=self.cgroups,
@@ -157,6 +157,9 @@ class Engine:
         source_name, source = lang.source_for(program.source)
         files = {**program.files, source_name: source.encode("utf-8", "surrogateescape")}
         recipe = lang.recipe(source_name, limits.memory_mb)
+        if self.isolation == "none" and recipe["compile"]:  # no mount namespace: the binds' host paths
+            assert self._config is not None
+            recipe["compile"] = isolation.at_host_paths(recipe["compile"], self._config.extra_binds)
         if program.prelude:
             if not recipe["warm_python"]:
                 raise BadRequest(f"a prelude is for Python programs, not {lang.name}")

@@ -3,10 +3,11 @@
 Namespaces: user, pid, net, mount, ipc, uts, cgroup (all new); uid/gid 65534; every capability
 dropped; no_new_privs (bubblewrap sets it for the seccomp filter); no further user namespaces.
 Filesystem: /usr (and the merged-usr links), the sandbox Python, its runtime packages and the
-toolchains read-only, a few /etc files the runtimes need (not passwd/shadow, and our own hosts
-file naming only localhost instead of the host's), fresh /proc and /dev, and size-capped
-tmpfs for the work dir /box, /tmp, /mnt and /dev/shm. The environment is cleared. Network: only the
-namespace's own loopback, which reaches nothing on the host.
+toolchains read-only (what compilers reuse, built in the host's cache, at /coderl/toolchain), a
+few /etc files the runtimes need (not passwd/shadow, and our own hosts file naming only localhost
+instead of the host's), fresh /proc and /dev, and size-capped tmpfs for the work dir /box, /tmp,
+/mnt and /dev/shm. The environment is cleared. Network: only the namespace's own loopback, which
+reaches nothing on the host.
 """
 
 from __future__ import annotations
@@ -51,7 +52,8 @@ def _root_links() -> list[str]:
     return args
 
 
-def bwrap_argv(*, seccomp_fd: int, oom_fd: int | None, extra_binds: Iterable[str], tmpfs_mb: int) -> list[str]:
+def bwrap_argv(*, seccomp_fd: int, oom_fd: int | None, extra_binds: Iterable[tuple[str, str]],
+               tmpfs_mb: int) -> list[str]:
     """The full argv that starts a slot's runner inside the sandbox."""
     args = boundary_args(extra_binds)
     size = str(tmpfs_mb * 1024 * 1024)
@@ -71,19 +73,21 @@ def bwrap_argv(*, seccomp_fd: int, oom_fd: int | None, extra_binds: Iterable[str
     return args
 
 
-def boundary_args(extra_binds: Iterable[str]) -> list[str]:
+def boundary_args(extra_binds: Iterable[tuple[str, str]]) -> list[str]:
     """bwrap and the part of its command line every sandbox shares (slots and agent sessions):
-    namespaces, identity, environment, the read-only system files and ``extra_binds`` read-only."""
+    namespaces, identity, environment, the read-only system files and ``extra_binds`` (host path,
+    path inside) read-only."""
     args = namespace_args() + _root_links()
     for path in _ETC:
         args += ["--ro-bind-try", path, path]
     for name, path in _OWN_ETC:
         args += ["--ro-bind", inside_path(name), path]
     seen = set()
-    for path in (sandbox_python_prefix(), runtime_prefix(), *extra_binds):
-        if path and not path.startswith("/usr/") and path not in seen and os.path.exists(path):
-            seen.add(path)
-            args += ["--ro-bind", path, path]
+    own = ((p, p) for p in (sandbox_python_prefix(), runtime_prefix()) if p)
+    for path, target in (*own, *extra_binds):
+        if not target.startswith("/usr/") and target not in seen and os.path.exists(path):
+            seen.add(target)
+            args += ["--ro-bind", path, target]
     return args
 
 
@@ -103,6 +107,15 @@ def namespace_args(uid: int = SANDBOX_UID, gid: int = SANDBOX_UID) -> list[str]:
         "--clearenv", "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin", "--setenv", "HOME", "/tmp",
         "--setenv", "LANG", "C.UTF-8", "--setenv", "TMPDIR", "/tmp",
     ]
+
+
+def at_host_paths(argv: list[str], binds: Iterable[tuple[str, str]]) -> list[str]:
+    """``argv`` with each bind's path inside replaced by its host path: ``--isolation none`` has no
+    mount namespace, so a compile argv naming ``/coderl/toolchain/...`` uses the host's directory."""
+    moved = [(target, path) for path, target in binds if target != path]
+    for target, path in moved:
+        argv = [arg.replace(target, path) for arg in argv]
+    return argv
 
 
 def unisolated_argv(box: str, scratch: str, oom_fd: int | None) -> list[str]:

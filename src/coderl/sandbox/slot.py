@@ -35,7 +35,7 @@ class SlotConfig:
     isolation: str  # "bwrap" | "none"
     cgroups: CgroupManager
     seccomp_program: bytes
-    extra_binds: tuple[str, ...]
+    extra_binds: tuple[tuple[str, str], ...]  # (host path, path inside), read-only
     tmpfs_mb: int = 512
 
 

@@ -38,11 +38,12 @@ UNAVAILABLE = {
 }
 
 
-def build_all() -> dict[str, tuple[str, ...]]:
+def build_all() -> dict[str, tuple[tuple[str, str], ...]]:
     """Build what the installed languages' compilers reuse (`prebuilt`: C++'s precompiled headers,
     the JVM compilers' class archives) now: the image build runs this, so a fresh container's first
-    engine start does not spend a minute on it. Returns each installed language's read-only binds."""
-    return {lang.name: binds for lang in ALL if lang.available() and (binds := lang.extra_binds())}
+    engine start does not spend a minute on it. Returns each installed language's read-only binds
+    as (host path, path inside)."""
+    return {lang.name: binds for lang in ALL if lang.available() and (binds := lang.binds())}
 
 
 def resolve(name: str, available: dict[str, type[Language]] | None = None) -> type[Language]:

@@ -45,8 +45,16 @@ class Language:
 
     @classmethod
     def extra_binds(cls) -> tuple[str, ...]:
-        """Host paths (besides /usr and the Python install) the toolchain needs read-only."""
+        """Host paths (besides /usr and the Python install) the toolchain needs read-only, each at
+        its own path inside (system directories, which show nothing of the host's users)."""
         return ()
+
+    @classmethod
+    def binds(cls) -> tuple[tuple[str, str], ...]:
+        """Everything the toolchain needs read-only, as (host path, path inside): ``extra_binds``,
+        and what a compiler reuses (``prebuilt``: C++ and the JVM compilers add it, bound where the
+        host's cache path does not show)."""
+        return tuple((path, path) for path in cls.extra_binds())
 
     @classmethod
     def available(cls) -> bool:

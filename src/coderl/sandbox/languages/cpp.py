@@ -31,18 +31,19 @@ class Cpp(Language):
 
     @classmethod
     def pch(cls) -> str | None:
-        """The precompiled headers' directory (built on first use), None where none can be built."""
+        """The precompiled headers' directory on the host (built on first use), None where none
+        can be built; the sandbox sees it at ``prebuilt.inside(pch)``."""
         return prebuilt.cpp_pch(COMPILER, FLAGS)
 
     @classmethod
-    def extra_binds(cls) -> tuple[str, ...]:
+    def binds(cls) -> tuple[tuple[str, str], ...]:
         pch = cls.pch()
-        return (pch,) if pch else ()
+        return ((pch, prebuilt.inside(pch)),) if pch else ()
 
     @classmethod
     def recipe(cls, source_name: str, memory_mb: int) -> dict:
         recipe = super().recipe(source_name, memory_mb)
         pch = cls.pch()
         if pch:
-            recipe["compile"][1 + len(FLAGS):1 + len(FLAGS)] = ["-isystem", pch]
+            recipe["compile"][1 + len(FLAGS):1 + len(FLAGS)] = ["-isystem", prebuilt.inside(pch)]
         return recipe

@@ -49,7 +49,8 @@ class ArchivedCompiler(Language):
 
     @classmethod
     def compiler_archive(cls) -> str | None:
-        """The archive (built on first use), None where it cannot be built here."""
+        """The archive on the host (built on first use), None where it cannot be built here; the
+        sandbox sees its directory at ``prebuilt.inside``."""
         prefix = cls.compiler_option_prefix
         assert cls.compile_argv is not None
         argv = (cls.compile_argv[0], f"{prefix}-XX:ArchiveClassesAtExit={{archive}}",
@@ -58,14 +59,15 @@ class ArchivedCompiler(Language):
         return os.path.join(directory, "classes.jsa") if directory else None
 
     @classmethod
-    def extra_binds(cls) -> tuple[str, ...]:
+    def binds(cls) -> tuple[tuple[str, str], ...]:
         archive = cls.compiler_archive()
-        return (os.path.dirname(archive),) if archive else ()
+        return ((os.path.dirname(archive), prebuilt.inside(os.path.dirname(archive))),) if archive else ()
 
     @classmethod
     def recipe(cls, source_name: str, memory_mb: int) -> dict:
         recipe = super().recipe(source_name, memory_mb)
         archive = cls.compiler_archive()
         if archive:
-            recipe["compile"].insert(1, f"{cls.compiler_option_prefix}-XX:SharedArchiveFile={archive}")
+            inside = os.path.join(prebuilt.inside(os.path.dirname(archive)), os.path.basename(archive))
+            recipe["compile"].insert(1, f"{cls.compiler_option_prefix}-XX:SharedArchiveFile={inside}")
         return recipe

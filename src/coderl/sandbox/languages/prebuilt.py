@@ -3,13 +3,14 @@ precompiled headers and the JVM compilers' class-data-sharing archives.
 
 Nothing here is built from a submission: the inputs are the installed toolchain and a fixed sample
 program of ours, built on the host (``coderl.cache.built_once``: a fresh directory renamed into
-place whole) and bound read-only into every slot at the same path, so the compile argv is the same
-with and without isolation. The directory is named by the compiler's files (path, size, mtime) and
-the flags, so an upgraded toolchain gets a fresh build and never a stale one. A cache directory
-under a path the sandbox mounts a tmpfs over (``CODERL_CACHE=/tmp/...``) cannot be bound there:
-nothing is built then. Where a build fails
-(no compiler, a read-only cache) the language compiles as before, only slower: each getter returns
-None and the recipe leaves the flag out.
+place whole) and bound read-only into every slot at ``/coderl/toolchain/<kind>-<digest>``
+(`inside`), beside our runner: the compile argv names that path, which says nothing about the
+host's cache path (a home directory, a checkout), and ``--isolation none``, which has no mount
+namespace, runs the same argv with the host path put back (``isolation.at_host_paths``). The
+directory is named by the compiler's files (path, size, mtime) and the flags, so an upgraded
+toolchain gets a fresh build and never a stale one. Where a build fails (no compiler, a read-only
+cache) the language compiles as before, only slower: each getter returns None and the recipe
+leaves the flag out.
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from coderl.cache import built_once, default_cache_dir
-from coderl.sandbox.isolation import SCRATCH
-from coderl.sandbox.program import BOX
+from coderl.sandbox.isolation import INSIDE_DIR
 
+#: where the sandbox sees the prebuilt directories: read-only, under our own read-only directory
+INSIDE_ROOT = INSIDE_DIR + "/toolchain"
 _TIMEOUT_S = 600  # kotlinc's archive takes ~25 s on a loaded 2-vCPU machine; a PCH ~8 s
 #: the headers a competitive program includes first (only the first #include can use a PCH)
 PCH_HEADERS = ("bits/stdc++.h", "iostream")
@@ -56,18 +58,17 @@ def _stamp(paths: Iterable[str]) -> bytes:
 def _built(kind: str, inputs: Iterable[str], config: str, command: Callable[[Path], list[str]],
            done: str) -> str | None:
     stamp = _stamp(inputs)
-    root = default_cache_dir().absolute()
-    if not stamp or _hidden_inside(root):
+    if not stamp:
         return None
     digest = hashlib.sha256(stamp + b"\n" + config.encode()).hexdigest()[:16]
-    target = root / "toolchain" / f"{kind}-{digest}"
+    target = default_cache_dir().absolute() / "toolchain" / f"{kind}-{digest}"
     return str(target) if built_once(target, command, done=done, timeout_s=_TIMEOUT_S) else None
 
 
-def _hidden_inside(path: Path) -> bool:
-    """Whether the sandbox mounts its own tmpfs over ``path`` (a cache under /tmp, say), so a bind
-    of it at the same path would not be seen there: then nothing is built and nothing is used."""
-    return any(path == Path(d) or Path(d) in path.parents for d in (BOX, *SCRATCH))
+def inside(directory: str) -> str:
+    """Where the sandbox sees a prebuilt ``directory`` of the host: named by its kind and digest
+    only, so neither the bind nor the compile argv shows where the host keeps its cache."""
+    return f"{INSIDE_ROOT}/{os.path.basename(directory)}"
 
 
 @functools.cache
