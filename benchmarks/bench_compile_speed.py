@@ -110,7 +110,7 @@ SCALA = """object Main {
 }
 """
 JVM_SOURCES = {"java": JAVA, "kotlin": KOTLIN, "scala": SCALA}
-_NEW_FLAGS = ("-J-XX:TieredStopAtLevel=1", "-J-XX:-UsePerfData")  # javac's flags before issue 37 lacked these
+_NEW_FLAGS = ("-J-XX:TieredStopAtLevel=1", "-J-XX:-UsePerfData", "-fuse-ld=gold")  # flags the compilers lacked before issue 37
 
 
 def _plain(recipe: dict) -> dict:

@@ -11,10 +11,15 @@ does without the PCH (tests/sandbox/test_compile_speed.py)."""
 
 from __future__ import annotations
 
+import os
+
 from coderl.sandbox.languages import prebuilt
 from coderl.sandbox.languages.base import Language
 
 COMPILER = "/usr/bin/g++"
+#: binutils' gold links a judge's small C++ program in ~0.02 CPU s where the default ld.bfd takes ~0.06
+#: (a tenth of a precompiled-header compile); the same binary behaviour, so used wherever installed
+GOLD = "/usr/bin/ld.gold"
 #: the flags that decide whether a PCH is valid; the PCH is built with exactly these
 FLAGS = ("-O2", "-std=gnu++17")
 
@@ -46,4 +51,6 @@ class Cpp(Language):
         pch = cls.pch()
         if pch:
             recipe["compile"][1 + len(FLAGS):1 + len(FLAGS)] = ["-isystem", prebuilt.inside(pch)]
+        if os.path.exists(GOLD):
+            recipe["compile"].insert(1 + len(FLAGS), "-fuse-ld=gold")
         return recipe
