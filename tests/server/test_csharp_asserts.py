@@ -7,6 +7,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
+from tests.helpers.assert_route import accepted
+
 TESTS = ("    }\n    public static void Main(string[] args) {\n"
          "    Debug.Assert(Add((2L), (3L)) == (5L));\n    Debug.Assert(Add((0L), (7L)) == (7L));\n    }\n\n}\n")
 PROMPT = ("using System;\nusing System.Diagnostics;\nclass Problem {\n"
@@ -14,12 +16,7 @@ PROMPT = ("using System;\nusing System.Diagnostics;\nclass Problem {\n"
 
 
 def _accepted(url: str, body: str) -> bool:
-    completion = f"```csharp\n{PROMPT}        return {body};\n    }}\n```"
-    config = {"language": "csharp", "provided_data": {"test_cases": {"type": "assert", "tests": TESTS,
-                                                                     "stop_tokens": ["\n    }\n"]}}}
-    reply = httpx.post(url + "/common_evaluate_batch", json={"completion": completion, "config": config}, timeout=120)
-    assert reply.status_code == 200, reply.text
-    return reply.json()["accepted"]
+    return accepted(url, "csharp", f"```csharp\n{PROMPT}        return {body};\n    }}\n```", TESTS, ["\n    }\n"])
 
 
 def test_a_wrong_multiple_csharp_solution_is_not_accepted(service_url):
@@ -44,13 +41,9 @@ def test_a_completion_comment_cannot_hide_the_tests_asserts(service_url):
     """A `// "` in the completion once paired with the tests' first string literal, so the asserts
     between looked like a literal and were not made fatal: the wrong solution was accepted."""
     prompt = "using System;\nusing System.Diagnostics;\nclass Problem {\n    public static string Echo(string s) {\n"
-    config = {"language": "csharp", "provided_data": {"test_cases": {"type": "assert", "tests": STRING_TESTS,
-                                                                     "stop_tokens": ["\n    }\n"]}}}
-    for body, accepted in (('s + "!"', True), ('s; // "', False), ('s; /* " */', False)):
+    for body, expected in (('s + "!"', True), ('s; // "', False), ('s; /* " */', False)):
         completion = f"```csharp\n{prompt}        return {body};\n    }}\n```"
-        reply = httpx.post(service_url + "/common_evaluate_batch", json={"completion": completion, "config": config},
-                           timeout=120).json()
-        assert reply["accepted"] is accepted, (body, reply)
+        assert accepted(service_url, "csharp", completion, STRING_TESTS, ["\n    }\n"]) is expected, body
 
 
 @pytest.mark.parametrize("usings, call", [

@@ -6,16 +6,13 @@ from __future__ import annotations
 
 import httpx
 
+from tests.helpers.assert_route import accepted
+
 MULTIPLE_TESTS = "\n\nunittest\n{\n    alias candidate = add;\n    assert(candidate(2L, 3L) == 5L);\n}\nvoid main(){}"
 
 
 def _accepted(url: str, body: str) -> bool:
-    completion = f"```d\nlong add(long a, long b) {{\n    return {body};\n}}\n```"
-    config = {"language": "D_ut", "provided_data": {"test_cases": {"type": "assert", "tests": MULTIPLE_TESTS,
-                                                                   "stop_tokens": ["\n}"]}}}
-    reply = httpx.post(url + "/common_evaluate_batch", json={"completion": completion, "config": config}, timeout=120)
-    assert reply.status_code == 200, reply.text
-    return reply.json()["accepted"]
+    return accepted(url, "D_ut", f"```d\nlong add(long a, long b) {{\n    return {body};\n}}\n```", MULTIPLE_TESTS, ["\n}"])
 
 
 def test_a_wrong_multiple_d_solution_is_not_accepted(service_url):
