@@ -627,8 +627,10 @@ def test_native_code_from_the_work_tree_is_a_finding(tmp_path):
                    check=True, capture_output=True)
     assert sysconfig.get_config_var("EXT_SUFFIX")
     target = dataclasses.replace(CALC_TARGET)
-    thread = runtime_rewrites(target)["rewrite-thread-code-swap"].replace(
-        "        _f.__code__ = _passing_code(_m)\n", "        from calc import _native\n        _native.swap(_f, _passing_code(_m))\n")
+    # the extension is loaded at the package's import, not in the thread once the test is found: loading it
+    # there lost the race to the test's call on a loaded CI machine (the swap came too late to be seen)
+    thread = "from calc import _native\n" + runtime_rewrites(target)["rewrite-thread-code-swap"].replace(
+        "        _f.__code__ = _passing_code(_m)\n", "        _native.swap(_f, _passing_code(_m))\n")
     task = calc_task(tmp_path)
     snapshot = RepoStore(tmp_path / "repos", tmp_path / "cache").snapshot(task.repo, task.base_commit)
     attack = Attack("native", {"calc/__init__.py": _with_add("    pass", thread), f"calc/_native{suffix}": built.read_bytes()},

@@ -44,7 +44,8 @@ def test_runtime_packages_are_importable_and_listed(service_url):
     assert set(python) <= set(caps["python"]) and "lodash" in caps["javascript"], caps
     code = ("import numpy, scipy.optimize, pandas, sympy, networkx, sortedcontainers, requests\n"
             "print(int(numpy.arange(4).sum()), sortedcontainers.SortedList([3, 1]).pop(0), sympy.factorint(12))")
-    r = run_code(service_url, code=code, language="python", run_timeout=20)
+    # the first import of these from a cold page cache took over 20 s on a CI machine: the limit is not the point here
+    r = run_code(service_url, code=code, language="python", run_timeout=90)
     assert r["status"] == "Success" and r["run_result"]["stdout"] == "6 1 {2: 2, 3: 1}\n", r
     js = "const _ = require('lodash');\nconst assert = require('assert');\nassert(_.isEqual({a: [1]}, {a: [1]}));"
     assert run_code(service_url, code=js, language="nodejs")["status"] == "Success"
