@@ -16,13 +16,22 @@ PREFIX="${1:-/opt/coderl/runtime}"
 PY="${2:-$PYTHON}"
 BASE=$("$PY" -c 'import os, sys; print(os.path.realpath(getattr(sys, "_base_executable", sys.executable)))')
 # Go: the standard packages whose shipped archives are stale under the sandbox's CGO_ENABLED=0 (net, ...),
-# built once into a cache the Go recipe links each submission's private cache to (read-only)
-if command -v go >/dev/null && [ ! -d "$PREFIX/go-cache" ]; then
+# built once into a cache the Go recipe links each submission's private cache to (read-only); where
+# Debian's testify is installed (go_test programs import it), its packages too (~5 s less per go_test)
+testify=/usr/share/gocode/src/github.com/stretchr/testify
+if command -v go >/dev/null && { [ ! -d "$PREFIX/go-cache" ] \
+    || { [ -d "$testify" ] && [ ! -e "$PREFIX/go-cache/testify.txt" ]; }; }; then
   echo "runtime: prebuilding Go's standard library cache in $PREFIX/go-cache"
   mkdir -p "$PREFIX"
   gopath=$(mktemp -d)
+  rm -rf "$PREFIX/go-cache.tmp"
   GOCACHE="$PREFIX/go-cache.tmp" GOPATH="$gopath" GO111MODULE=off CGO_ENABLED=0 GOFLAGS= go build std
-  rm -rf "$gopath" "$PREFIX/go-cache.tmp/trim.txt"
+  if [ -d "$testify" ]; then
+    GOCACHE="$PREFIX/go-cache.tmp" GOPATH="$gopath:/usr/share/gocode" GO111MODULE=off CGO_ENABLED=0 GOFLAGS= \
+      go build github.com/stretchr/testify/assert github.com/stretchr/testify/require
+    echo "github.com/stretchr/testify/assert and require are in this cache" > "$PREFIX/go-cache.tmp/testify.txt"
+  fi
+  rm -rf "$gopath" "$PREFIX/go-cache.tmp/trim.txt" "$PREFIX/go-cache"
   mv "$PREFIX/go-cache.tmp" "$PREFIX/go-cache"
   chmod -R a+rX "$PREFIX/go-cache"
 fi

@@ -55,7 +55,11 @@ class Judge:
         started = time.monotonic()
         spec = to_spec(sub.spec, fn_name=sub.fn_name)
         code, language, rule = self._code(sub)
-        language = self.engine.language(language).name
+        runs = self.engine.language(language)
+        if runs.test_runner:
+            raise BadRequest(f"{runs.name} runs the program's own tests (SandboxFusion's /run_code); "
+                             "the judge brings the tests: send the program in its language")
+        language = runs.name
         try:
             source = harness.program(spec, code, language)
         except ValueError as exc:

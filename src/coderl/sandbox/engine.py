@@ -71,7 +71,7 @@ class Engine:
             if problem:
                 raise IsolationUnavailable(f"{problem}; see `coderl sandbox doctor` "
                                            "(or run with isolation 'none', which has no security boundary)")
-        self._languages = {lang.name: lang for lang in languages.ALL if lang.available()}
+        self._languages = {lang.name: lang for lang in languages.SERVED if lang.available()}
         self._infos = {name: lang.info() for name, lang in self._languages.items()}  # versions: asked once
         # the first start on a machine builds the toolchains' precompiled headers and class archives
         # (languages.prebuilt, tens of seconds): in threads, side by side

@@ -38,6 +38,10 @@ class Language:
     #: load (a missing one fails every submission, right or wrong); the doctor runs it
     libraries_hello: ClassVar[str | None] = None
     warm_python: ClassVar[bool] = False
+    #: the program is a test file that the language's test runner runs (SandboxFusion's go_test,
+    #: junit, pytest): the runner's exit status is the verdict, so the judge, which brings its own
+    #: tests, does not take it; its ``hello`` is a passing test whose output holds "hello, coderl"
+    test_runner: ClassVar[bool] = False
     #: memory the runtime itself needs on top of the program's limit (the JVM's metaspace, ...)
     memory_overhead_mb: ClassVar[int] = 0
     #: stderr text by which the runtime reports running out of its heap (a memory-limit verdict)

@@ -1,0 +1,7 @@
+package main
+
+import "testing"
+
+func TestAdd(t *testing.T) {
+	var unused int
+}

@@ -1,0 +1,8 @@
+package main
+
+import "testing"
+
+func TestForever(t *testing.T) {
+	for {
+	}
+}

@@ -1,0 +1,6 @@
+import org.junit.jupiter.api.Test;
+
+public class AdderTest {
+    @Test
+    void small() { int x = "three"; }
+}

@@ -1,0 +1,108 @@
+"""SandboxFusion's test-runner languages on /run_code (go_test, junit, pytest): the program is a test
+file, its runner decides. Golden programs in ``tests/golden/runners/<language>/<case>/`` with
+``expect.json``: the response's ``status``, the ``compile_result``/``run_result`` status and return
+code, text the runner's stdout must hold (``stdout_has``), the request's ``run_timeout``. A failing
+test is the program's failure (Failed, the runner's exit status), a hung test a time limit, a
+compile error the compile's; a runner that is not installed is never offered (422 with its reason).
+
+Cost: pytest's cases ~0.5 s each run in the default suite; go_test (``go test -c`` on testify) and
+junit (javac, then the JUnit launcher's JVM) take 1-3 s each on 2 vCPUs and are ``slow``.
+"""
+
+from __future__ import annotations
+
+import json
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+import pytest
+
+from coderl.errors import BadRequest, UnknownLanguage
+from coderl.judge import Submission
+from coderl.sandbox import languages
+from coderl.sandbox.languages import go_test
+
+ROOT = Path(__file__).parents[1] / "golden" / "runners"
+CASES = sorted(p.parent for p in ROOT.glob("*/*/expect.json"))
+SLOW = {"go_test", "junit"}
+
+
+def _post(url: str, case: Path) -> dict:
+    expect = json.loads((case / "expect.json").read_text())
+    body = {"language": case.parent.name, "code": next(case.glob("program.*")).read_text(),
+            "run_timeout": expect.get("run_timeout", 20), "compile_timeout": 60}
+    resp = httpx.post(url + "/run_code", json=body, timeout=180)
+    assert resp.status_code == 200, resp.text
+    return resp.json()
+
+
+def _answers(url: str, cases: list[Path]) -> dict[Path, dict]:
+    """Every case posted at once: the service's slots run them side by side."""
+    offered = httpx.get(url + "/v1/capabilities").json()["languages"]
+    present = [c for c in cases if c.parent.name in offered]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        return dict(zip(present, pool.map(lambda c: _post(url, c), present), strict=True))
+
+
+@pytest.fixture(scope="module")
+def fast_answers(service_url) -> dict[Path, dict]:
+    return _answers(service_url, [c for c in CASES if c.parent.name not in SLOW])
+
+
+@pytest.fixture(scope="module")
+def slow_answers(service_url) -> dict[Path, dict]:
+    return _answers(service_url, [c for c in CASES if c.parent.name in SLOW])
+
+
+def _check(answers: dict[Path, dict], case: Path) -> None:
+    if case not in answers:
+        pytest.skip(f"{case.parent.name} is not installed on this host")
+    expect = json.loads((case / "expect.json").read_text())
+    got = answers[case]
+    assert got["status"] == expect["status"], got
+    for step in ("compile_result", "run_result"):
+        if step in expect:
+            want = expect[step]
+            have = got[step] and {k: got[step][k] for k in ("status", "return_code")}
+            assert have == want, (step, got)
+    assert expect.get("stdout_has", "") in (got["run_result"] or {}).get("stdout", ""), got
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.parent.name not in SLOW],
+                         ids=lambda c: f"{c.parent.name}/{c.name}")
+def test_runner_golden(fast_answers, case):
+    _check(fast_answers, case)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", [c for c in CASES if c.parent.name in SLOW],
+                         ids=lambda c: f"{c.parent.name}/{c.name}")
+def test_runner_golden_compiled(slow_answers, case):
+    _check(slow_answers, case)
+
+
+def test_every_test_runner_has_golden_cases():
+    assert {c.parent.name for c in CASES} == {lang.name for lang in languages.TEST_RUNNERS}
+    for lang in languages.TEST_RUNNERS:
+        have = {c.name for c in CASES if c.parent.name == lang.name}
+        assert {"pass", "fail"} <= have and ({"compile_error"} <= have) == (lang.compile_argv is not None), have
+
+
+def test_a_runner_without_its_library_is_not_offered(monkeypatch):
+    """No testify: go_test is not offered (a 422 naming it), never a compile error of the program."""
+    monkeypatch.setattr(go_test, "_TESTIFY", "/nonexistent/testify")
+    assert not go_test.GoTest.available()
+    with pytest.raises(UnknownLanguage, match="go_test"):
+        languages.resolve("go_test", {})
+
+
+def test_jest_is_named_with_its_reason(service_url):
+    resp = httpx.post(service_url + "/run_code", json={"language": "jest", "code": "test('x', () => {});"})
+    assert resp.status_code == 422 and "jest" in resp.json()["detail"], resp.text
+
+
+def test_the_judge_does_not_take_a_test_runner(judge):
+    with pytest.raises(BadRequest, match="runs the program's own tests"):
+        judge(Submission(language="pytest", code="def test_x():\n    pass\n",
+                         spec={"mode": "stdio", "cases": [{"input": "", "output": ""}]}))
