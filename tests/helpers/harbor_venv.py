@@ -1,7 +1,8 @@
 """The `harbor` package (Harbor's own ATIF trajectory models), in a Python 3.12 virtualenv of its
 own under coderl's cache: harbor 0.26 needs Python 3.12 and brings litellm, supabase, openai and
 about 120 packages (321 MB), none of which coderl's .venv (Python 3.11) should hold. Used to read
-coderl's ATIF exports back with harbor itself (tests/agent/test_atif_export.py).
+coderl's ATIF exports and Harbor job exports back with harbor itself (tests/agent/test_atif_export.py,
+tests/view/test_export.py).
 
 ``python -m tests.helpers.harbor_venv`` builds it (uv; about 15 s with uv's cache warm)."""
 
@@ -15,6 +16,7 @@ from coderl.cache import default_cache_dir
 
 HARBOR_VERSION = "0.26.0"  # the version the export is validated against
 READ_BACK = Path(__file__).with_name("atif_read_back.py")
+READ_BACK_JOB = Path(__file__).with_name("harbor_job_read_back.py")
 
 
 def harbor_venv() -> Path:
@@ -57,6 +59,16 @@ def read_back(python: Path, paths: list[Path]) -> list[dict]:
     proc = subprocess.run([str(python), str(READ_BACK), *map(str, paths)], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return [json.loads(line) for line in proc.stdout.splitlines()]
+
+
+def read_back_job(python: Path, jobs_dir: Path) -> dict:
+    """Harbor's view of a jobs folder from `coderl export atif --layout harbor`
+    (tests/helpers/harbor_job_read_back.py, run by harbor's Python)."""
+    import json
+
+    proc = subprocess.run([str(python), str(READ_BACK_JOB), str(jobs_dir)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """`coderl export atif` over code RL records written by the real record writer (tests/helpers/view_runs.py),
 its one-line answers to bad input, and the mapping's edge cases (a tool call whose arguments are not
-JSON, a harness that rewrote its history). The agent records of a real episode, and harbor reading
-them back, are tests/agent/test_atif_export.py."""
+JSON, a harness that rewrote its history), and the same records as a Harbor job (``--layout harbor``)
+read back by harbor's own viewer and models, a sandbox error among them. The agent records of a real
+episode, and harbor reading them back, are tests/agent/test_atif_export.py."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 
 from coderl.cli import main
 from coderl.records.atif import atif_trajectory
-from tests.helpers.harbor_venv import HARBOR_VERSION, harbor_python, read_back
+from tests.helpers.harbor_venv import HARBOR_VERSION, harbor_python, read_back, read_back_job
 from tests.helpers.view_runs import write_code_run
 
 
@@ -44,6 +45,68 @@ def test_harbor_reads_code_records_back(tmp_path):
     assert len(seen) == 6 and all(s["valid"] and s["agent"] == "coderl_tool_agent" for s in seen), seen
 
 
+def harbor_job_run(tmp_path):
+    """8 code records over two steps (seed 7: train/2's last one a sandbox error), as a Harbor job."""
+    write_code_run(tmp_path / "records", 8, steps=2, seed=7)
+    assert main(["export", "atif", str(tmp_path), "--layout", "harbor", "--out", str(tmp_path / "jobs")]) == 0
+    return tmp_path / "jobs" / tmp_path.name
+
+
+def test_code_records_as_a_harbor_job(tmp_path, capsys):
+    job = harbor_job_run(tmp_path)
+    assert "8 trials (one Harbor job, ATIF-v1.7), 0 records not exported" in capsys.readouterr().out
+    trials = sorted(p.name for p in job.iterdir() if p.is_dir())
+    assert trials == [f"train_{step}_{n}" for step in (1, 2) for n in range(4)]  # <split>_<step>_<n>
+    records = [json.loads(line) for step in (1, 2) for line in (tmp_path / "records" / f"{step}.jsonl").read_text().splitlines()]
+    for name, record in zip(trials, records, strict=True):
+        trial = job / name
+        result = json.loads((trial / "result.json").read_text())
+        assert result["trial_name"] == name and result["task_name"] == record["group"] == result["config"]["task"]["path"]
+        assert result["source"] == "livecodebench" and result["agent_info"]["name"] == "coderl_tool_agent"
+        assert json.loads((trial / "agent" / "trajectory.json").read_text())["steps"] == atif_trajectory(record)["steps"]
+        assert (trial / "config.json").is_file() and result["finished_at"] and result["task_checksum"] == ""
+        if record["verdict"] == "sandbox_error":  # ours: no reward, an exception whose policy says so
+            assert result["verifier_result"] is None and not (trial / "verifier" / "reward.json").exists()
+            assert result["exception_info"]["exception_type"] == "SandboxError"
+            assert result["exception_info"]["policy_override"]["has_valid_reward"] is False
+            assert (trial / "exception.txt").read_text().startswith("sandbox_error: ")
+        else:
+            assert result["verifier_result"] == {"rewards": {"reward": record["reward"]}} and not result["exception_info"]
+            assert json.loads((trial / "verifier" / "reward.json").read_text()) == {"reward": record["reward"]}
+        assert (trial / "verifier" / "test-stdout.txt").read_text().startswith(f"verdict: {record['verdict']}\ntest 1: ")
+    assert sum(r["verdict"] == "sandbox_error" for r in records) == 1
+    stats = json.loads((job / "result.json").read_text())["stats"]
+    assert stats["n_completed_trials"] == 8 and stats["n_errored_trials"] == 1
+    (evals,) = stats["evals"].values()
+    scored = [r["reward"] for r in records if r["verdict"] != "sandbox_error"]
+    assert evals["n_trials"] == 7 and evals["metrics"] == [{"mean": sum(scored) / 7}]
+
+
+def test_harbor_reads_the_job_back(tmp_path):
+    python = harbor_python()
+    if python is None:
+        pytest.skip(f"no harbor {HARBOR_VERSION} venv (Python 3.12): `python -m tests.helpers.harbor_venv` builds it")
+    job = harbor_job_run(tmp_path)
+    seen = read_back_job(python, job.parent)
+    assert seen["folder_type"] == "jobs" and seen["api_jobs"] == [job.name] and seen["api_job_trials"] == 8
+    assert seen["stats"] == seen["recomputed"]  # our job result is what Harbor computes from our trials
+    errored = "train_2_3"
+    assert seen["api_trials"][errored] == {"reward": None, "error_type": "SandboxError",
+                                           "task_name": "livecodebench/train/1", "agent_name": "coderl_tool_agent"}
+    for name, trial in seen["trials"].items():
+        assert trial["config_read"] and trial["trajectory_valid"] and trial["trajectory_errors"] == [], (name, trial)
+        assert trial["finished"] and trial["trial_name"] == name
+        if name == errored:  # never a 0: Harbor's own policy says the reward is not valid
+            assert not trial["reward_valid"] and not trial["api_reward_valid"] and trial["rewards"] is None
+            assert trial["policy"] == [{"should_retry": True, "should_grade": False, "has_valid_reward": False}]
+        else:
+            assert trial["reward_valid"] and trial["rewards"] == trial["reward_file"] == trial["verifier_reward"]
+            assert seen["api_trials"][name]["reward"] == trial["rewards"]["reward"]
+    # the per-task table: train/1's mean is over its 3 scored trials, the sandbox error an error
+    rewards = [seen["trials"][f"train_2_{n}"]["rewards"]["reward"] for n in range(3)]
+    assert seen["api_tasks"]["livecodebench/train/1"] == {"n_trials": 4, "n_errors": 1, "avg_reward": sum(rewards) / 3}
+
+
 def test_export_answers_bad_input_in_one_line(tmp_path, capsys):
     (tmp_path / "a_file").write_text("x")
     (tmp_path / "empty").mkdir()
@@ -53,6 +116,10 @@ def test_export_answers_bad_input_in_one_line(tmp_path, capsys):
              (["export", "atif", str(tmp_path / "empty")], "no episode exported from"),
              (["export", "atif", str(tmp_path / "run"), "--out", str(tmp_path / "a_file")], "--out is not a directory"),
              (["export", "json", str(tmp_path / "run")], "invalid choice"),
+             (["export", "atif", str(tmp_path / "run"), "--layout", "jobs"], "invalid choice"),
+             (["export", "atif", str(tmp_path / "empty"), "--layout", "harbor"], "no episode exported from"),
+             (["export", "atif", str(tmp_path / "run"), "--layout", "harbor", "--out", str(tmp_path / "a_file")],
+              "--out is not a directory"),
              (["export"], "required")]
     for argv, message in cases:
         assert exit_code(argv) == 2, argv
