@@ -3,7 +3,8 @@ the agent loop (`coderl_gateway_agent`) runs the scripted harness in a session s
 real gateway, the code reward scores it, and the record it writes is exported by the real command.
 Harbor's own code then reads the files back (its pydantic Trajectory model, its validator, its
 usage reader and its trace export), in a Python 3.12 venv of its own (tests/helpers/harbor_venv.py):
-skipped where that venv is not built, built by the `slow` test (CI)."""
+skipped where that venv is not built, built by the `slow` test (CI). The same run exported as a Harbor
+job (``--layout harbor``) is read back by harbor's viewer app and job/trial models."""
 
 from __future__ import annotations
 
@@ -13,7 +14,14 @@ from pathlib import Path
 import pytest
 from tests.agent.test_agent_loop import TASK, TESTS, ScriptedServer, run_sandboxed, script
 from tests.agent.test_agent_records import harness, the_record
-from tests.helpers.harbor_venv import HARBOR_VERSION, build_harbor_venv, harbor_python, harbor_venv, read_back
+from tests.helpers.harbor_venv import (
+    HARBOR_VERSION,
+    build_harbor_venv,
+    harbor_python,
+    harbor_venv,
+    read_back,
+    read_back_job,
+)
 
 from coderl.cli import main
 
@@ -76,6 +84,60 @@ def test_episode_record_as_atif(exported, model_dir):
     assert "pieces" not in extra["tokens"] and "ids" not in extra["tokens"]
 
 
+@pytest.fixture(scope="module")
+def harbor_job(exported) -> tuple[dict, Path]:
+    """The same real episode exported as a Harbor job: its record and the trial directory."""
+    record, _, path = exported
+    run = path.parents[3]  # RUN/atif/<split>/<step>/<n>.json
+    assert main(["export", "atif", str(run), "--layout", "harbor"]) == 0
+    return record, run / "harbor" / run.name / "train_3_0"
+
+
+def test_episode_record_as_a_harbor_trial(exported, harbor_job, model_dir):
+    record, atif, _ = exported
+    _, trial = harbor_job
+    result = json.loads((trial / "result.json").read_text())
+    assert json.loads((trial / "agent" / "trajectory.json").read_text()) == atif  # where Harbor keeps it
+    assert json.loads((trial / "verifier" / "reward.json").read_text()) == {"reward": 1.0}
+    assert result["verifier_result"] == {"rewards": {"reward": 1.0}} and result["exception_info"] is None
+    assert result["task_name"] == record["group"] and result["source"] == "livecodebench"
+    assert result["agent_info"]["name"] == "coderl_gateway_agent"
+    assert result["agent_info"]["model_info"] == {"name": str(model_dir)}
+    steps = atif["steps"]  # the conversation's span at the gateway; the step file's time ends the trial
+    assert result["agent_execution"] == {"started_at": steps[0]["timestamp"], "finished_at": steps[-1]["timestamp"]}
+    assert result["started_at"] == steps[0]["timestamp"] and result["finished_at"] >= steps[-1]["timestamp"]
+    # Harbor's rollout details: per sampled turn the ids, logprobs and prompt, as the record holds them
+    tokens = record["tokens"]
+    (detail,) = result["agent_result"]["rollout_details"]
+    turns = list(zip(tokens["turn_starts"], tokens["turn_lengths"], strict=True))
+    assert detail["completion_token_ids"] == [tokens["ids"][s:s + n] for s, n in turns]
+    assert detail["logprobs"] == [tokens["logprobs"][s:s + n] for s, n in turns]
+    assert detail["prompt_token_ids"] == [tokens["prompt_ids"] + tokens["ids"][:s] for s, _ in turns]
+    assert result["agent_result"]["n_output_tokens"] == sum(tokens["turn_lengths"])
+    assert result["agent_result"]["metadata"]["coderl"]["harness"]["exit_code"] == 0
+
+
+def check_harbor_reads_the_job(python: Path, harbor_job) -> None:
+    record, trial = harbor_job
+    seen = read_back_job(python, trial.parents[1])
+    assert seen["harbor"] == HARBOR_VERSION and seen["folder_type"] == "jobs" and seen["stats"] == seen["recomputed"]
+    assert seen["api_trials"] == {"train_3_0": {"reward": 1.0, "error_type": None, "task_name": record["group"],
+                                                "agent_name": "coderl_gateway_agent"}}
+    got = seen["trials"]["train_3_0"]
+    assert got["reward_valid"] and got["rewards"] == got["reward_file"] == got["verifier_reward"] == {"reward": 1.0}
+    assert got["trajectory_valid"] and got["trajectory_steps"] == 4 and got["config_read"] and got["finished"]
+    assert got["rollout_turns"] == record["tokens"]["turn_lengths"]
+    assert got["tokens"][2] == sum(record["tokens"]["turn_lengths"])  # Harbor's token totals: output
+
+
+def test_harbor_reads_the_job_back(harbor_job):
+    python = harbor_python()
+    if python is None:
+        pytest.skip(f"no harbor {HARBOR_VERSION} venv at {harbor_venv()} (Python 3.12): build it with "
+                    "`python -m tests.helpers.harbor_venv` (the slow test does)")
+    check_harbor_reads_the_job(python, harbor_job)
+
+
 def check_harbor_reads(python: Path, exported) -> None:
     record, _, path = exported
     (seen,) = read_back(python, [path.parent])
@@ -98,6 +160,8 @@ def test_harbor_reads_the_export_back(exported):
 
 
 @pytest.mark.slow
-def test_harbor_venv_is_built_and_reads_the_export_back(exported):
-    """CI: build the venv (uv; 17 s with uv's cache warm, 321 MB), then the same read-back."""
-    check_harbor_reads(build_harbor_venv(), exported)
+def test_harbor_venv_is_built_and_reads_the_export_back(exported, harbor_job):
+    """CI: build the venv (uv; 17 s with uv's cache warm, 321 MB), then the same read-backs."""
+    python = build_harbor_venv()
+    check_harbor_reads(python, exported)
+    check_harbor_reads_the_job(python, harbor_job)
