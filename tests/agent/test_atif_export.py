@@ -131,11 +131,16 @@ def check_harbor_reads_the_job(python: Path, harbor_job) -> None:
 
 
 def test_harbor_reads_the_job_back(harbor_job):
+    check_harbor_reads_the_job(built_harbor(), harbor_job)
+
+
+def built_harbor() -> Path:
+    """The harbor venv's Python; the test skips, saying how to build it, where there is none."""
     python = harbor_python()
     if python is None:
         pytest.skip(f"no harbor {HARBOR_VERSION} venv at {harbor_venv()} (Python 3.12): build it with "
                     "`python -m tests.helpers.harbor_venv` (the slow test does)")
-    check_harbor_reads_the_job(python, harbor_job)
+    return python
 
 
 def check_harbor_reads(python: Path, exported) -> None:
@@ -152,11 +157,7 @@ def check_harbor_reads(python: Path, exported) -> None:
 
 
 def test_harbor_reads_the_export_back(exported):
-    python = harbor_python()
-    if python is None:
-        pytest.skip(f"no harbor {HARBOR_VERSION} venv at {harbor_venv()} (Python 3.12): build it with "
-                    "`python -m tests.helpers.harbor_venv` (the slow test does)")
-    check_harbor_reads(python, exported)
+    check_harbor_reads(built_harbor(), exported)
 
 
 @pytest.mark.slow
