@@ -22,6 +22,8 @@ from coderl.errors import BadRequest, UnknownLanguage
 from coderl.judge import Submission
 from coderl.sandbox import languages
 from coderl.sandbox.languages import go_test
+from coderl.server.scalebox import go_test_program
+from tests.helpers.assert_route import accepted
 
 ROOT = Path(__file__).parents[1] / "golden" / "runners"
 CASES = sorted(p.parent for p in ROOT.glob("*/*/expect.json"))
@@ -106,3 +108,43 @@ def test_the_judge_does_not_take_a_test_runner(judge):
     with pytest.raises(BadRequest, match="runs the program's own tests"):
         judge(Submission(language="pytest", code="def test_x():\n    pass\n",
                          spec={"mode": "stdio", "cases": [{"input": "", "output": ""}]}))
+
+
+MULTIPLE_GO_TESTS = """func TestAdd(t *testing.T) {
+  candidate := add
+	type test struct {
+		actual   interface{}
+		expected interface{}
+	}
+   tests := []test{
+     { actual: candidate(2, 3), expected: 5 },
+     { actual: candidate(-4, 4), expected: 0 },
+   }
+
+	for i, tc := range tests {
+		t.Run(fmt.Sprintf("test num % d", i), func(t *testing.T) {
+			if fmt.Sprintf("%v", tc.actual) != fmt.Sprintf("%v", tc.expected) {
+				t.Errorf("expected '%s', got '%s'", tc.expected, tc.actual)
+			}
+		})
+	}
+}
+"""
+MULTIPLE_GO = 'package add_test\n\nimport (\n    "testing"\n    "fmt"\n)\n\nfunc add(x int, y int) int {\n    return x OP y\n}\n'
+
+
+def test_multiple_go_program_is_scaleboxs():
+    """One package clause on top, the imports merged after it (ScaleBox's postprocess_full_code)."""
+    program = go_test_program(MULTIPLE_GO.replace("OP", "+"), MULTIPLE_GO_TESTS)
+    assert program.startswith('package add_test\n\nimport "fmt"\nimport "testing"\n\n')
+    assert program.count("package ") == 1 and program.count("import") == 2 and program.endswith(MULTIPLE_GO_TESTS)
+
+
+@pytest.mark.slow
+def test_multiple_go_runs_under_go_test_on_scaleboxs_assert_route(service_url):
+    """MultiPL-E's Go tests (``func TestX(t *testing.T)``) run as ScaleBox runs them, under go_test."""
+    if "go_test" not in httpx.get(service_url + "/v1/capabilities").json()["languages"]:
+        pytest.skip("go_test is not installed on this host")
+    right, wrong = (f"```go\n{MULTIPLE_GO.replace('OP', op)}```" for op in "+-")
+    assert accepted(service_url, "go", right, MULTIPLE_GO_TESTS, ["\n}"]) is True
+    assert accepted(service_url, "go", wrong, MULTIPLE_GO_TESTS, ["\n}"]) is False

@@ -165,7 +165,7 @@ async def _evaluate(body: EvalRequest, request: Request) -> dict[str, Any]:
     answer = {"id": body.id, "extracted_code": code, "full_code": None, "test_code": None,
               "extracted_type": extracted_type}
     if isinstance(tests, AssertPrograms):
-        return {**answer, **await _run_asserts(tests, language, limits, compile_s, service, request)}
+        return {**answer, **await _run_asserts(tests, tests.language or language, limits, compile_s, service, request)}
     spec = tests
     extra = cfg.extra
     if extra.get("special_judge_program"):

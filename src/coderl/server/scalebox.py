@@ -13,6 +13,7 @@ Shapes (both routes accept all of them; ScaleBox splits them between its two rou
   ``check(candidate)`` and ``check(entry_point)`` is called after it) and ``{"type": "assert",
   "tests", "stop_tokens"}`` (MultiPL-E: the tests follow the program; for the languages whose
   MultiPL-E tests begin by closing the function, the completion is cut at its first stop token).
+  MultiPL-E's Go tests (``func TestX(t *testing.T)``) run under go_test, as ScaleBox runs them.
 
 Python asserts become our assert-mode `TestSpec` (expected values kept outside the sandbox, an
 early exit never passes). Asserts in other languages are whole programs that pass on a clean exit,
@@ -49,9 +50,11 @@ _HEADER = {
 
 @dataclass(frozen=True)
 class AssertPrograms:
-    """Non-Python assert tests: one whole program per test object, passing on a clean exit."""
+    """Non-Python assert tests: one whole program per test object, passing on a clean exit; run in
+    ``language`` where that is not the submission's (MultiPL-E's Go tests run under go_test)."""
 
     sources: tuple[str, ...]
+    language: str | None = None
 
 
 def read_tests(provided: dict[str, Any], language: str, code: str) -> TestSpec | AssertPrograms:
@@ -94,13 +97,12 @@ def _asserts(cases: list[dict[str, Any]], language: str, code: str) -> TestSpec 
         text = case.get("tests") or case.get("test")
         if not isinstance(text, str) or not text.strip():
             raise InvalidTestSpec("assert tests need a test (HumanEval) or tests (MultiPL-E) string")
-        if language == "go" and "*testing.T" in text:
-            raise InvalidTestSpec("MultiPL-E Go tests run under `go test` (SandboxFusion's go_test), "
-                                  "which coderl does not offer; send a program with a main")
         tests.append((text, case))
     if language == "python":
         return TestSpec(mode="assert", cases=[{"code": _with_check(text, case.get("entry_point"))}
                                               for text, case in tests])
+    if language in ("go", "go_test") and all("*testing.T" in text for text, _ in tests):
+        return AssertPrograms(tuple(go_test_program(code, text) for text, _ in tests), language="go_test")
     return AssertPrograms(tuple(multiple_program(code, text, case.get("stop_tokens"), language)
                                 for text, case in tests))
 
@@ -123,6 +125,23 @@ def multiple_program(code: str, tests: str, stop_tokens: Any, language: str) -> 
     if language == "java":  # MultiPL-E's class is Problem; the tests call into it from main
         code = code.replace("class Problem", "class Main")
     return f"{_HEADER.get(language, '')}{code}\n{tests}"
+
+
+def go_test_program(code: str, tests: str) -> str:
+    """A MultiPL-E Go program as ScaleBox builds it for ``go test``: ``import ("fmt")``, the
+    completion and the tests, then every ``package`` clause moved to the top and every import
+    merged into one list after it (the completion brings the prompt's ``package x_test`` and
+    ``import ("testing" "fmt")``; a completion without a package clause fails to compile there too)."""
+    full = f'import ("fmt")\n{code}\n{tests}'
+    packages = sorted(set(re.findall(r"package\s+(\w+)", full)))
+    full = re.sub(r"package\s+(\w+)", "", full)
+    grouped = [line.strip() for block in re.findall(r"import\s+\((.*?)\)", full, flags=re.S)
+               for line in block.split("\n")]
+    imports = sorted(set(re.findall(r'import\s+("\w+")', full) + grouped) - {""})
+    full = re.sub(r'import\s+("\w+")', "", full)
+    full = re.sub(r"import\s+\((.*?)\)", "", full, flags=re.S)
+    return "\n".join(f"package {p}" for p in packages) + "\n\n" + "\n".join(f"import {i}" for i in imports) \
+        + "\n\n" + full
 
 
 def _first_stop(code: str, stop_tokens: Any) -> int:
