@@ -34,6 +34,12 @@ class JUnit(Java):
              '        System.out.println("hello, coderl");\n    }\n}\n')
 
     @classmethod
+    def compiler_archive(cls) -> str | None:
+        """Java's: the same javac JVM (the JUnit jars are javac's classpath, not its JVM's), so no
+        second archive is built on a fresh machine."""
+        return Java.compiler_archive()
+
+    @classmethod
     def available(cls) -> bool:
         return jvm.present(LAUNCHER)
 
