@@ -18,8 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from coderl.errors import BadRequest, UnknownLanguage
-from coderl.judge import Submission
+from coderl.errors import UnknownLanguage
 from coderl.sandbox import languages
 from coderl.sandbox.languages import go_test
 from coderl.server.scalebox import go_test_program
@@ -104,10 +103,13 @@ def test_jest_is_named_with_its_reason(service_url):
     assert resp.status_code == 422 and "jest" in resp.json()["detail"], resp.text
 
 
-def test_the_judge_does_not_take_a_test_runner(judge):
-    with pytest.raises(BadRequest, match="runs the program's own tests"):
-        judge(Submission(language="pytest", code="def test_x():\n    pass\n",
-                         spec={"mode": "stdio", "cases": [{"input": "", "output": ""}]}))
+def test_the_judge_does_not_take_a_test_runner(service_url):
+    """The judge brings its own tests: a test file is refused (an error, never a verdict)."""
+    sub = {"language": "pytest", "code": "def test_x():\n    pass\n",
+           "tests": {"mode": "stdio", "cases": [{"input": "", "output": ""}]}}
+    (result,) = httpx.post(service_url + "/v1/judge", json={"submissions": [sub]}, timeout=60).json()["results"]
+    assert result["verdict"] is None and result["error"]["type"] == "BadRequest", result
+    assert "runs the program's own tests" in result["error"]["message"]
 
 
 MULTIPLE_GO_TESTS = """func TestAdd(t *testing.T) {
