@@ -7,7 +7,9 @@ code) and one short code per test case (``cases``); ``stop_on_first_failure`` (d
 every case) and ``limits`` are optional. A new case is a new folder, no code. All submissions are
 judged in one concurrent batch, so compiled languages' build times overlap. The JVM-compiled
 languages (``SLOW``: scalac and kotlinc take 5-20 s per submission on 2 vCPU) are a second batch
-under the ``slow`` marker, so the default suite stays fast.
+under the ``slow`` marker, so the default suite stays fast. The test-runner languages (go_test,
+junit, pytest: the program is its own tests) keep theirs in ``runners/<language>/<case>/``, checked
+on /run_code by tests/server/test_test_runners.py.
 """
 
 from __future__ import annotations
