@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import gzip
 import os
 
 from coderl.sandbox.languages.go import Go
@@ -7,6 +8,7 @@ from coderl.sandbox.languages.go import Go
 #: where Debian's Go library packages live (golang-github-stretchr-testify-dev and its dependencies)
 DEBIAN_GOPATH = "/usr/share/gocode"
 _TESTIFY = os.path.join(DEBIAN_GOPATH, "src/github.com/stretchr/testify/assert")
+_TESTIFY_CHANGELOG = "/usr/share/doc/golang-github-stretchr-testify-dev/changelog.Debian.gz"
 # The binary's output, then the summary line `go test` prints after it; the exit status is the
 # binary's (0: every test passed, 1: one failed, 2: a panic).
 _RUN = ("./main.test; code=$?; if [ $code -eq 0 ]; then printf 'ok  \\tcommand-line-arguments\\n'; "
@@ -36,3 +38,14 @@ class GoTest(Go):
     @classmethod
     def available(cls) -> bool:
         return super().available() and os.path.isdir(_TESTIFY)
+
+    @classmethod
+    def version(cls) -> str:
+        """Go's and testify's: testify is linked into the test binary, so the compile cache (keyed
+        by the version) must not hand out a binary built on another testify."""
+        try:
+            with gzip.open(_TESTIFY_CHANGELOG, "rt", encoding="utf-8") as fh:
+                testify = fh.readline().split("(", 1)[1].split(")", 1)[0]
+        except (OSError, IndexError, EOFError):
+            testify = "unknown"
+        return f"{super().version()}, testify {testify}"
