@@ -4,7 +4,10 @@ Layout: ``tests/golden/<language>/<case>/program.<ext>`` (Python ones as ``progr
 linters leave these deliberately broken or hostile programs alone) and ``expect.json``: the
 problem (a test spec in ``problems/<name>.json``), the submission's verdict (``expect``, short
 code) and one short code per test case (``cases``); ``stop_on_first_failure`` (default false: run
-every case) and ``limits`` are optional. A new case is a new folder, no code. All submissions are
+every case) and ``limits`` are optional. The memory-limit cases get 5 s of CPU and 10 s of wall
+time: a memory hog's CPU time (page faults, its runtime's collector) grows with the machine's load
+(racket's 0.33 s at load 8 was 0.91 s of the old 1 s at load 16), and a CPU limit reached first
+would read as a time limit. A new case is a new folder, no code. All submissions are
 judged in one concurrent batch, so compiled languages' build times overlap. The JVM-compiled
 languages (``SLOW``: scalac and kotlinc take 5-20 s per submission on 2 vCPU) are a second batch
 under the ``slow`` marker, so the default suite stays fast. The test-runner languages (go_test,
