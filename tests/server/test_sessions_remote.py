@@ -192,11 +192,16 @@ def test_abandoned_sessions_are_reaped_and_their_resources_return(tmp_path_facto
 
         async def main():
             async with SessionService(url) as sessions:
-                opened = [await sessions.open(limits=LIMITS, lease_s=3.0) for _ in range(4)]
                 # their last requests: each leaves a process behind and 8 MB in its tmpfs, and holds
-                # the session busy (never reaped mid-request) while the resources are counted
-                last = [asyncio.ensure_future(s.exec("sleep 600 >/dev/null 2>&1 & head -c 8000000 /dev/zero "
-                                                     "> /tmp/fill; sleep 2")) for s in opened]
+                # the session busy (never reaped mid-request) while the resources are counted. Each
+                # starts as soon as its session is open: started after all four opens, the first
+                # session's 3 s lease had to outlast the other three opens (0.15-0.3 s each at load 14,
+                # more on a cold machine) or it was reaped before its request
+                last = []
+                for _ in range(4):
+                    session = await sessions.open(limits=LIMITS, lease_s=3.0)
+                    last.append(asyncio.ensure_future(session.exec(
+                        "sleep 600 >/dev/null 2>&1 & head -c 8000000 /dev/zero > /tmp/fill; sleep 2")))
                 await wait_for_async(held, lambda h: h == {"cgroups": 4, "layers": 4, "relays": 4},
                                      what="4 sessions' cgroups, layers and relay sockets")
                 assert all(r.exit_code == 0 for r in await asyncio.gather(*last))
