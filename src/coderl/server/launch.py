@@ -37,9 +37,11 @@ def loopback_listener() -> socket.socket:
 
 
 @contextlib.contextmanager
-def running_service(*, slots: int = 2, timeout_s: float = 120.0, **flags: object) -> Iterator[str]:
+def running_service(*, slots: int = 2, timeout_s: float = 300.0, **flags: object) -> Iterator[str]:
     """Yields the base URL once /readyz answers; flags become ``--name value`` options (``--name``
-    alone for True)."""
+    alone for True). ``timeout_s`` bounds a start that hangs (one that exits is seen at once): the
+    first start on a machine builds the toolchains' precompiled headers and class archives, 85 s
+    with a fresh CODERL_CACHE at load 13-18 on 2 vCPUs, so 120 s was too close."""
     with loopback_listener() as listener:
         argv = [sys.executable, "-m", "coderl.cli", "serve", "--fd", str(listener.fileno()), "--slots", str(slots)]
         for name, value in flags.items():
