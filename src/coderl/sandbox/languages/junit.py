@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import glob
-import os
 
 from coderl.sandbox.languages import java, jvm
 from coderl.sandbox.languages.java import Java
@@ -46,5 +45,6 @@ class JUnit(Java):
     @classmethod
     def version(cls) -> str:
         """Debian's jar has no version inside; its versioned link beside it names it."""
-        named = sorted(glob.glob(f"{_JAVA}/junit-platform-console-standalone-*.jar"))
-        return f"JUnit Platform {os.path.basename(named[-1])[34:-4]}" if named else "JUnit Platform (unknown)"
+        prefix = LAUNCHER.removesuffix(".jar") + "-"
+        named = sorted(glob.glob(f"{prefix}*.jar"))
+        return f"JUnit Platform {named[-1].removeprefix(prefix).removesuffix('.jar')}" if named else "JUnit Platform (unknown)"
