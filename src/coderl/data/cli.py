@@ -83,6 +83,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     bench.add_argument("--cache", help="where snapshots and environments go (default: $CODERL_CACHE or ~/.cache/coderl)")
     bench.add_argument("--build-envs", action="store_true", help="build each (repo, version) environment now")
     bench.set_defaults(func=_swe_bench)
+    smith = sub.add_parser("swe-smith", help="SWE-smith task mirrors (a branch per bug) -> task rows for "
+                                             "`coderl eval swe-gate` and training, each branch kept or dropped with why")
+    smith.add_argument("--mirrors", required=True, help="directory of <owner>__<name>.<sha8> mirrors (.bundle or git "
+                                                        "directory) and their repos.json")
+    smith.add_argument("--out", required=True, help="output directory (tasks.jsonl, report.json, repos/ with the "
+                                                    "starting commits: the gate's and training's --repos)")
+    smith.add_argument("--cache", help="where snapshots and environments go (default: $CODERL_CACHE or ~/.cache/coderl)")
+    smith.add_argument("--per-repo", type=positive_int, help="a sample of N branches per mirror (by --seed)")
+    smith.add_argument("--seed", type=int, default=0)
+    smith.add_argument("--instances", nargs="+", metavar="ID", help="only these branches")
+    smith.add_argument("--statements", help="problem statements, JSONL of {instance_id, problem_statement} "
+                                            "(default: written from the failing tests)")
+    smith.add_argument("--build-envs", action="store_true", help="build each repository's environment now (the "
+                                                                 "tests must run to find FAIL_TO_PASS)")
+    smith.add_argument("--specs", help="SWE-smith's environments, repos.json shaped (default: MIRRORS/repos.json)")
+    smith.add_argument("--jobs", type=positive_int, default=2, help="test runs at once (default 2)")
+    smith.add_argument("--swe-bench-rows", help="SWE-bench rows to check overlap with (instances, nearby commits)")
+    smith.add_argument("--drop-overlaps", action="store_true", help="drop rows that overlap SWE-bench")
+    smith.set_defaults(func=_swe_smith)
     gold = sub.add_parser("swe-sft", help="gold episodes of the stock harness (mini-swe-agent) through the gateway "
                                           "-> verl multi-turn SFT parquet in the harness's own turn format",
                           description="Run the agent-loop YAML's harness in a session sandbox per task and variant, "
@@ -156,6 +175,28 @@ def _swe_bench(args: argparse.Namespace) -> int:
         print(f"  skipped {iid}: {why}")
     print(f"  wrote {report['tasks']}")
     return 0
+
+
+def _swe_smith(args: argparse.Namespace) -> int:
+    from coderl.cache import default_cache_dir
+    from coderl.data.swe_smith import build_swe_smith
+
+    report = build_swe_smith(args.mirrors, args.out, cache_dir=args.cache or default_cache_dir(),
+                             per_repo=args.per_repo, seed=args.seed, instances=args.instances,
+                             statements=args.statements, build_envs=args.build_envs, specs=args.specs, jobs=args.jobs,
+                             bench_rows=args.swe_bench_rows, drop_overlaps=args.drop_overlaps)
+    print_bug_report("swe-smith", report)
+    return 0
+
+
+def print_bug_report(what: str, report: dict) -> None:
+    print(f"{what}: served {report['served']}, dropped {len(report['dropped'])} in {report['wall_s']} s")
+    for name, m in report.get("mirrors", {}).items():
+        layouts = ", ".join(f"{k} {v['kept']}/{v['sampled']}" for k, v in m.get("layouts", {}).items())
+        print(f"  {name}: {layouts}")
+    for iid, why in report["dropped"].items():
+        print(f"  dropped {iid}: {why}")
+    print(f"  wrote {report['tasks']} (--repos {report['repos']})")
 
 
 def _swe_sft(args: argparse.Namespace) -> int:
