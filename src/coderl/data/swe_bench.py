@@ -4,8 +4,9 @@ For each row: its repository from ``--repos`` (a mirror ``<owner>__<name>``, wit
 row's ``base_commit`` is; or a bundle ``<owner>__<name>.bundle`` whose tag named by the instance id
 is a commit with the base tree, as ../shared/data/swe-bench-lite/ has them: the task row's
 ``base_commit`` is then that commit, and ``upstream_base_commit`` keeps the row's), its snapshot
-built in the cache, its environment from ``coderl.swe.env_tables`` (one per (repo, version), built
-from the tree of that version's newest instance in the set), and its test ids as the grader runs
+built in the cache, its environment from ``coderl.swe.env_tables`` (SWE-bench's specification of its
+(repo, version) with coderl's overlay, resolved as of the row's own date, built from the row's own
+tree; rows share a built environment only when their resolutions are the same), and its test ids as the grader runs
 them: pytest node ids as they are, bare test function names (sympy's own runner) as
 ``file::name`` through the test patch's files. A row that cannot be served is skipped with its
 reason, per instance, in ``report.json`` (never silently): repository or commit missing, no
@@ -19,13 +20,14 @@ import asyncio
 import json
 import re
 import shlex
-from dataclasses import dataclass
+import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from coderl.data.common import progress, read_rows, write_jsonl
 from coderl.errors import BadRequest, CoderlError
-from coderl.swe.env_tables import table_spec
+from coderl.swe.env_tables import table_entry, table_spec
 from coderl.swe.environment import build_env
 from coderl.swe.patch import MalformedDiff, split_diff
 from coderl.swe.store import RepoStore, git
@@ -37,12 +39,6 @@ _UNITTEST_ID = re.compile(r"^\S+ \([\w.]+\)$")
 
 class Skip(Exception):
     """This row cannot be served, for this reason."""
-
-
-@dataclass
-class _Served:
-    row: dict[str, Any]
-    commit: str
 
 
 def build_swe_bench(rows_file: str | Path, repos_dir: str | Path, out: str | Path, *, cache_dir: str | Path,
@@ -59,7 +55,7 @@ def build_swe_bench(rows_file: str | Path, repos_dir: str | Path, out: str | Pat
             raise BadRequest(f"--instances: not in {rows_file}: {', '.join(unknown[:5])}")
         rows = [r for r in rows if str(r.get("instance_id")) in set(instances)]
     store = RepoStore(repos, cache)
-    served: list[_Served] = []
+    served: list[dict[str, Any]] = []
     skipped: dict[str, str] = {}
     for row in progress(rows, "swe-bench"):
         iid = str(row.get("instance_id") or f"row {len(served) + len(skipped)}")
@@ -69,14 +65,17 @@ def build_swe_bench(rows_file: str | Path, repos_dir: str | Path, out: str | Pat
             skipped[iid] = str(why)
         except CoderlError as exc:
             skipped[iid] = f"{type(exc).__name__}: {exc}"
-    tasks = _with_environments(served)
+    tasks = served
     envs: dict[str, str] = {}
+    seconds: dict[str, float] = {}
     if build_envs:
-        for source, task in {t["environment_setup"]["source"]: t for t in tasks}.items():
+        for source, task in progress(list({t["environment_setup"]["source"]: t for t in tasks}.items()), "environments"):
+            t0 = time.monotonic()
             try:
                 envs[source] = str(build_env(RepoTask.from_row(task).env, cache))
             except CoderlError as exc:
                 envs[source] = f"error: {exc}"
+            seconds[source] = round(time.monotonic() - t0, 1)
         failed = {t["instance_id"]: envs[t["environment_setup"]["source"]] for t in tasks
                   if envs[t["environment_setup"]["source"]].startswith("error: ")}
         skipped.update({i: f"environment cannot be built: {e.removeprefix('error: ')}" for i, e in failed.items()})
@@ -86,6 +85,7 @@ def build_swe_bench(rows_file: str | Path, repos_dir: str | Path, out: str | Pat
     write_jsonl(tasks, out / "tasks.jsonl")
     report = {"read": len(rows), "served": len(tasks), "skipped": skipped,
               "instances": [t["instance_id"] for t in tasks], "environments": envs,
+              "environment_s": seconds, "distinct_environments": len({e for e in envs.values() if not e.startswith("error: ")}),
               "repos": str(repos), "cache": str(cache), "tasks": str(out / "tasks.jsonl")}
     (out / "report.json").write_text(json.dumps(report, indent=2, sort_keys=True))
     if not tasks:
@@ -94,7 +94,7 @@ def build_swe_bench(rows_file: str | Path, repos_dir: str | Path, out: str | Pat
     return report
 
 
-def _serve(row: dict[str, Any], store: RepoStore) -> _Served:
+def _serve(row: dict[str, Any], store: RepoStore) -> dict[str, Any]:
     try:
         task = RepoTask.from_row(row)
     except CoderlError as exc:
@@ -107,15 +107,36 @@ def _serve(row: dict[str, Any], store: RepoStore) -> _Served:
         raise Skip(f"repository {task.repo} is not in --repos (as <owner>__<name> or <owner>__<name>.bundle)")
     commit = _commit(mirror, task)
     version = str(row.get("version") or "")
-    if table_spec(task.repo, version, "") is None:
-        raise Skip(f"no environment for {task.repo} version {version!r} (coderl/swe/env_tables.json)")
+    if table_entry(task.repo, version) is None:
+        raise Skip(f"no environment for {task.repo} version {version!r}: SWE-bench's specifications "
+                   "(coderl/swe/env_tables.json) have none")
     snapshot = store.snapshot(task.repo, commit)
     f2p, p2p = (tuple(_node_id(t, task.test_patch, snapshot) for t in ids)
                 for ids in (task.fail_to_pass, task.pass_to_pass))
+    resolved_at = row_date(row, mirror, commit)
+    spec = table_spec(task.repo, version, source=f"{task.repo}@{commit}", resolved_at=resolved_at,
+                      has_file=lambda path: (snapshot / path).is_file())
     out = {**task.to_row(), "base_commit": commit, "FAIL_TO_PASS": list(f2p), "PASS_TO_PASS": list(p2p),
            "version": version, "created_at": str(row.get("created_at") or ""),
-           "upstream_base_commit": task.base_commit}
-    return _Served(out, commit)
+           "upstream_base_commit": task.base_commit, "environment_setup": spec.to_dict() if spec else {}}
+    return out
+
+
+def row_date(row: dict[str, Any], mirror: Path, commit: str) -> str:
+    """The date the row's environment is resolved as of: its ``created_at`` (when the fix was
+    opened; SWE-bench's own date), else its commit's committer date; ISO, UTC, ``Z``."""
+    raw = str(row.get("created_at") or "").strip()
+    if not raw:
+        try:
+            raw = git("log", "-1", "--format=%cI", commit, cwd=mirror).strip()
+        except CoderlError as exc:
+            raise Skip(f"the row has no created_at and its commit's date cannot be read: {exc}") from exc
+    try:
+        when = datetime.fromisoformat(raw.replace("Z", "+00:00").replace(" ", "T", 1))
+    except ValueError as exc:
+        raise Skip(f"created_at {raw!r} is not a date") from exc
+    when = when if when.tzinfo else when.replace(tzinfo=UTC)
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _commit(mirror: Path, task: RepoTask) -> str:
@@ -208,21 +229,4 @@ async def _uncut_ids(tasks: list[dict[str, Any]], envs: dict[str, str], store: R
 
             out.append({**task, "FAIL_TO_PASS": uncut(task["FAIL_TO_PASS"]), "PASS_TO_PASS": uncut(task["PASS_TO_PASS"]),
                         "uncut_ids": mapped, "cut_ids_unmatched": [c for c in cut if c not in mapped]})
-    return out
-
-
-def _with_environments(served: list[_Served]) -> list[dict[str, Any]]:
-    """Each row with its version's environment: built from the tree of the version's newest instance
-    in the set, so every instance of a (repo, version) shares one environment."""
-    newest: dict[tuple[str, str], _Served] = {}
-    for s in served:
-        key = (s.row["repo"], s.row["version"])
-        if key not in newest or s.row["created_at"] > newest[key].row["created_at"]:
-            newest[key] = s
-    out = []
-    for s in served:
-        key = (s.row["repo"], s.row["version"])
-        spec = table_spec(*key, f"{key[0]}@{newest[key].commit}")
-        assert spec is not None  # _serve checked the table
-        out.append({**s.row, "environment_setup": spec.to_dict()})
     return out

@@ -88,6 +88,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                                  "tasks.jsonl (the kept rows)")
     sg.add_argument("--instances", nargs="+", metavar="ID", help="only these instance ids")
     sg.add_argument("--concurrency", type=positive_int, default=1, help="tasks at once (default 1)")
+    sg.add_argument("--repeats", type=positive_int, default=1,
+                    help="grade gold and empty N times each: tests whose runs disagree are reported flaky, apart "
+                         "from broken ones; a flaky PASS_TO_PASS test is dropped from the row (default 1)")
     sg.add_argument("--cache", help="snapshots and environments (default: $CODERL_CACHE or ~/.cache/coderl)")
     sg.set_defaults(func=_swe_gate)
     r = sub.add_parser("record", help="put one checkpoint's summary.json into the results table (CSV)",
@@ -131,7 +134,7 @@ def _swe_gate(args: argparse.Namespace) -> int:
     tasks = Path(args.tasks) / "tasks.jsonl" if Path(args.tasks).is_dir() else Path(args.tasks)
     summary = asyncio.run(run_gate(str(tasks), Path(args.repos), Path(args.out),
                                    cache_dir=Path(args.cache) if args.cache else default_cache_dir(),
-                                   concurrency=args.concurrency, instances=args.instances))
+                                   concurrency=args.concurrency, instances=args.instances, repeats=args.repeats))
     print((Path(args.out) / "gate.md").read_text())
     return 0 if summary["kept"] else 1
 

@@ -3,12 +3,14 @@ patch and an empty patch, graded by the real grader in the task's environment. A
 the gold patch resolves it and the empty one does not. PASS_TO_PASS tests that fail even with the
 gold patch (the environment drifted from the one the row was made in) are dropped from the kept
 row and recorded with their status; a FAIL_TO_PASS test that fails with the gold patch drops the
-task.
+task. With ``--repeats N`` both patches are graded N times: a test whose runs disagree is flaky,
+reported apart from broken ones (a flaky PASS_TO_PASS test is dropped from the row with its
+statuses, ``p2p_flaky``; a flaky FAIL_TO_PASS test makes the row ``flaky``, not kept).
 
 Per instance (``gate.jsonl``, appended as each finishes, so a second run on the same ``--out``
 resumes): the environment (built or why not, seconds), the gold and empty statuses, the dropped
 tests, kept or why not, as a category (``environment``, ``gold_not_resolved``, ``empty_resolves``,
-``sandbox_error``, ``tampered``, ...) and a message. ``tasks.jsonl``: the kept rows, ready for
+``flaky``, ``sandbox_error``, ``tampered``, ...) and a message. ``tasks.jsonl``: the kept rows, ready for
 `coderl eval swe --tasks` and training; ``gate.md``: the table docs/agent.md shows.
 """
 
@@ -32,29 +34,63 @@ from coderl.swe.task import RepoTask
 PASSING = frozenset({"PASSED", "XPASS", "XFAIL"})
 
 
-def gate_record(task: RepoTask, gold: GradeResult, empty: GradeResult) -> dict[str, Any]:
-    """Kept or not, and why, from the two grading runs (``env`` filled in by the caller)."""
-    drift = {t: s for t, s in gold.pass_to_pass.items() if s not in PASSING}
-    f2p_failing = {t: s for t, s in gold.fail_to_pass.items() if s not in PASSING}
-    rec: dict[str, Any] = {"instance_id": task.instance_id, "gold": gold.status.value, "empty": empty.status.value,
-                           "gold_message": gold.message[:500], "empty_message": empty.message[:500],
-                           "gold_findings": gold.findings[:5], "p2p_dropped": drift, "kept": False,
-                           "gold_s": gold.wall_s, "empty_s": empty.wall_s,
-                           "gold_tests": {**gold.fail_to_pass, **gold.pass_to_pass},
-                           "empty_tests": {**empty.fail_to_pass, **empty.pass_to_pass}}
-    for name, result in (("gold", gold), ("empty", empty)):
-        if result.status.value in ("sandbox_error", "tampered", "apply_failed"):
-            return {**rec, "category": f"{name}_{result.status.value}",
-                    "why": f"{name} patch graded {result.status.value}: {(result.message or '; '.join(result.findings))[:300]}"}
+def gate_record(task: RepoTask, golds: list[GradeResult], empties: list[GradeResult]) -> dict[str, Any]:
+    """Kept or not, and why, from the gold and empty grading runs (as many of each as ``--repeats``;
+    ``env`` filled in by the caller).
+
+    A test is flaky when its runs disagree (it passes in some gold runs and not in others, or in
+    some empty runs and not in others); broken when it fails every gold run. A flaky or broken
+    PASS_TO_PASS test is dropped from the row with its record (``p2p_flaky``, ``p2p_dropped``), the
+    row kept; a flaky FAIL_TO_PASS test makes the row ``flaky`` (its reward would be noise), one
+    failing every gold run makes it ``gold_not_resolved``."""
+    gold, empty = golds[0], empties[0]
+    gold_runs = [{**g.fail_to_pass, **g.pass_to_pass} for g in golds]
+    empty_runs = [{**e.fail_to_pass, **e.pass_to_pass} for e in empties]
+
+    def passes(runs: list[dict[str, str]], test: str) -> int:
+        return sum(run.get(test) in PASSING for run in runs)
+
+    def flaky(test: str) -> bool:
+        return 0 < passes(gold_runs, test) < len(golds) or 0 < passes(empty_runs, test) < len(empties)
+
+    def statuses(runs: list[dict[str, str]], test: str) -> str:
+        return "/".join(run.get(test, "missing") for run in runs)
+
+    drift = {t: statuses(gold_runs, t) for t in task.pass_to_pass if passes(gold_runs, t) == 0}
+    p2p_flaky = {t: f"gold {statuses(gold_runs, t)}; empty {statuses(empty_runs, t)}" for t in task.pass_to_pass
+                 if t not in drift and flaky(t)}
+    f2p_failing = {t: statuses(gold_runs, t) for t in task.fail_to_pass if passes(gold_runs, t) == 0}
+    f2p_flaky = {t: f"gold {statuses(gold_runs, t)}; empty {statuses(empty_runs, t)}" for t in task.fail_to_pass
+                 if t not in f2p_failing and flaky(t)}
+    rec: dict[str, Any] = {"instance_id": task.instance_id, "gold": _runs_status(golds), "empty": _runs_status(empties),
+                           "repeats": len(golds), "gold_message": gold.message[:500], "empty_message": empty.message[:500],
+                           "gold_findings": gold.findings[:5], "p2p_dropped": drift, "p2p_flaky": p2p_flaky,
+                           "f2p_flaky": f2p_flaky, "kept": False,
+                           "gold_s": [g.wall_s for g in golds], "empty_s": [e.wall_s for e in empties],
+                           "gold_tests": gold_runs[0], "empty_tests": empty_runs[0]}
+    for name, results in (("gold", golds), ("empty", empties)):
+        for result in results:
+            if result.status.value in ("sandbox_error", "tampered", "apply_failed"):
+                return {**rec, "category": f"{name}_{result.status.value}",
+                        "why": f"{name} patch graded {result.status.value}: "
+                               f"{(result.message or '; '.join(result.findings))[:300]}"}
     if f2p_failing:
         return {**rec, "category": "gold_not_resolved",
                 "why": f"FAIL_TO_PASS failing with the gold patch: {_some(f2p_failing)}"}
-    empty_f2p = [t for t, s in empty.fail_to_pass.items() if s not in PASSING]
-    if not empty_f2p:
+    if all(passes(empty_runs, t) == len(empties) for t in task.fail_to_pass):
         return {**rec, "category": "empty_resolves", "why": "every FAIL_TO_PASS test passes with the empty patch"}
-    kept_p2p = len(task.pass_to_pass) - len(drift)
-    why = f"{len(drift)} PASS_TO_PASS dropped (fail with gold: {_some(drift)})" if drift else ""
-    return {**rec, "kept": True, "category": "kept", "why": why, "p2p_kept": kept_p2p}
+    if f2p_flaky:
+        return {**rec, "category": "flaky", "why": f"FAIL_TO_PASS flaky over {len(golds)} runs: {_some(f2p_flaky)}"}
+    kept_p2p = len(task.pass_to_pass) - len(drift) - len(p2p_flaky)
+    why = [f"{len(drift)} PASS_TO_PASS dropped (fail with gold: {_some(drift)})" if drift else "",
+           f"{len(p2p_flaky)} flaky PASS_TO_PASS dropped ({_some(p2p_flaky)})" if p2p_flaky else ""]
+    return {**rec, "kept": True, "category": "kept", "why": "; ".join(w for w in why if w), "p2p_kept": kept_p2p}
+
+
+def _runs_status(results: list[GradeResult]) -> str:
+    """The status of the runs: one word when they agree, else each status with its count."""
+    counts = Counter(r.status.value for r in results)
+    return next(iter(counts)) if len(counts) == 1 else ", ".join(f"{s} x{n}" for s, n in counts.items())
 
 
 def _some(tests: dict[str, str]) -> str:
@@ -64,14 +100,16 @@ def _some(tests: dict[str, str]) -> str:
 
 
 def kept_row(row: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
-    """The validated row: the drifted PASS_TO_PASS tests taken out."""
-    dropped = record["p2p_dropped"]
-    p2p = [t for t in RepoTask.from_row(row).pass_to_pass if t not in dropped]
-    return {**row, "PASS_TO_PASS": p2p, "gate": {"p2p_dropped": dropped}}
+    """The validated row: the drifted and the flaky PASS_TO_PASS tests taken out (each kept in the
+    row's ``gate`` record with its statuses)."""
+    dropped, flaky = record["p2p_dropped"], record.get("p2p_flaky", {})
+    p2p = [t for t in RepoTask.from_row(row).pass_to_pass if t not in dropped and t not in flaky]
+    return {**row, "PASS_TO_PASS": p2p,
+            "gate": {"p2p_dropped": dropped, "p2p_flaky": flaky, "repeats": record.get("repeats", 1)}}
 
 
 async def run_gate(tasks_file: str, repos: Path, out: Path, *, cache_dir: Path, concurrency: int = 1,
-                   instances: list[str] | None = None) -> dict[str, Any]:
+                   instances: list[str] | None = None, repeats: int = 1) -> dict[str, Any]:
     rows = [r for r in read_rows(tasks_file) if isinstance(r, dict)]
     if instances:
         rows = [r for r in rows if r.get("instance_id") in set(instances)]
@@ -97,9 +135,11 @@ async def run_gate(tasks_file: str, repos: Path, out: Path, *, cache_dir: Path, 
                 except CoderlError as exc:
                     env = {"built": False, "error": str(exc)[:500], "prepare_s": round(time.monotonic() - t0, 1)}
                 if env["built"]:
-                    gold = await grader.grade(task, task.gold_patch)
-                    empty = await grader.grade(task, "")
-                    record = {**gate_record(task, gold, empty), "env": env}
+                    golds, empties = [], []
+                    for _ in range(repeats):
+                        golds.append(await grader.grade(task, task.gold_patch))
+                        empties.append(await grader.grade(task, ""))
+                    record = {**gate_record(task, golds, empties), "env": env}
                 else:
                     record = {"instance_id": task.instance_id, "kept": False, "category": "environment",
                               "why": f"environment not built: {env['error']}", "env": env, "gold": "", "empty": ""}
@@ -112,16 +152,22 @@ async def run_gate(tasks_file: str, repos: Path, out: Path, *, cache_dir: Path, 
     records = [done[r["instance_id"]] for r in rows]
     kept = [kept_row(r, done[r["instance_id"]]) for r in rows if done[r["instance_id"]]["kept"]]
     write_jsonl(kept, out / "tasks.jsonl")
-    summary = {"tasks": len(rows), "kept": len(kept), "categories": dict(Counter(r["category"] for r in records)),
-               "p2p_dropped": sum(len(r.get("p2p_dropped") or {}) for r in records)}
+    categories = Counter(r["category"] for r in records)
+    summary = {"tasks": len(rows), "kept": len(kept), "repeats": repeats, "categories": dict(categories),
+               "flaky_rows": categories.get("flaky", 0),
+               "broken_rows": sum(n for c, n in categories.items() if c not in ("kept", "flaky")),
+               "p2p_dropped": sum(len(r.get("p2p_dropped") or {}) for r in records),
+               "p2p_flaky": sum(len(r.get("p2p_flaky") or {}) for r in records)}
     (out / "gate.json").write_text(json.dumps({"summary": summary, "instances": records}, indent=2))
     (out / "gate.md").write_text(gate_markdown(summary, records) + "\n")
     return summary
 
 
 def gate_markdown(summary: dict[str, Any], records: list[dict[str, Any]]) -> str:
-    lines = [f"kept {summary['kept']}/{summary['tasks']}; "
-             + ", ".join(f"{k} {v}" for k, v in sorted(summary["categories"].items())), "",
+    lines = [f"kept {summary['kept']}/{summary['tasks']} over {summary.get('repeats', 1)} run(s) of gold and empty; "
+             + ", ".join(f"{k} {v}" for k, v in sorted(summary["categories"].items()))
+             + f"; flaky rows {summary.get('flaky_rows', 0)}, broken rows {summary.get('broken_rows', 0)}; "
+             f"PASS_TO_PASS dropped: {summary['p2p_dropped']} failing with gold, {summary.get('p2p_flaky', 0)} flaky", "",
              "| instance | env | gold | empty | kept | why not / dropped tests |", "|---|---|---|---|---|---|"]
     for r in records:
         env = r.get("env", {})

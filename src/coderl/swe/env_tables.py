@@ -1,35 +1,94 @@
-"""The environment of each (repository, version) coderl knows how to build: one table, kept in
-``env_tables.json`` beside this file, not one per instance (every instance of a version shares its
-environment, as SWE-bench's per-version images do).
+"""The environment of every (repository, version) SWE-bench specifies, as an ``EnvSpec`` for one row.
 
-Each entry is an ``EnvSpec`` less its ``source`` (which commit's tree it is built from is the data
-set's choice: ``coderl.data.swe_bench``). Started from SWE-bench's published specs (the ``swebench``
-package's ``MAP_REPO_VERSION_TO_SPECS_PY``, MIT) with the same Python versions and pins, changed
-where coderl runs things differently (docs/agent.md, "Real repositories: SWE-bench rows"):
-pytest runs the tests directly (no tox for sphinx, no ``bin/test`` for sympy: pytest added), the
-test requirements stand in for the development ones where those bring linters and IDE plugins
-(flask's ``requirements/tests.txt``, pylint's ``requirements_test_min.txt``, marshmallow's and
-sqlfluff's test packages), and ``resolved_at`` is the newest ``created_at`` of the version's
-instances in SWE-bench Lite.
+Two files beside this one, kept apart on purpose:
+- ``env_tables.json``: SWE-bench's own specifications, generated (never edited) by
+  ``scripts/gen_env_tables.py`` from the ``swebench`` package's ``MAP_REPO_VERSION_TO_SPECS_PY``
+  (its version is in the file's ``source``). Translated mechanically: ``python`` as given,
+  ``pip_packages`` and conda ``packages`` as requirements, ``packages: requirements.txt`` as
+  ``requirement_files_first_of`` (SWE-bench's ``MAP_REPO_TO_REQS_PATHS``: the first the row's tree
+  has), ``install`` as the editable install's target, ``pre_install`` as given but the steps that
+  need the system (``apt-get``, locales, conda) which are listed in ``not_run``; ``test_cmd`` and
+  ``eval_commands`` kept for the runners.
+- ``env_overlay.json``: coderl's changes, each rule with its reason (pytest run directly, test
+  requirements instead of development ones, dates' fixes). A rule may hold only for rows resolved
+  before a date: the date is the row's, so the rule is decided per row.
+
+The resolution date is the row's own (``resolved_at``, from its ``created_at``), never the
+table's: a row's exact pins name versions of its own time. The tree the environment is built from
+is the row's (``source``); whether two rows share an environment is decided by the content of
+their resolutions (``coderl.swe.environment``), never by their table.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import re
+from collections.abc import Callable
 from importlib import resources
 from typing import Any
 
 from coderl.swe.task import EnvSpec
 
+_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+_SPEC_KEYS = ("python", "requirements", "pre_install", "install", "build_env", "resolved_at")
+
 
 @functools.cache
 def env_tables() -> dict[str, dict[str, dict[str, Any]]]:
-    return json.loads((resources.files("coderl.swe") / "env_tables.json").read_text())
+    """SWE-bench's specifications, per repository and version (``env_tables.json``'s ``tables``)."""
+    return json.loads((resources.files("coderl.swe") / "env_tables.json").read_text())["tables"]
 
 
-def table_spec(repo: str, version: str, source: str) -> EnvSpec | None:
-    """The environment of ``repo`` at ``version`` built from ``source`` (``owner/name@sha``);
-    None when the table has no such version."""
-    entry = env_tables().get(repo, {}).get(version)
-    return None if entry is None else EnvSpec.from_value({**entry, "source": source})
+@functools.cache
+def overlay_rules() -> list[dict[str, Any]]:
+    return json.loads((resources.files("coderl.swe") / "env_overlay.json").read_text())["rules"]
+
+
+def table_entry(repo: str, version: str) -> dict[str, Any] | None:
+    """SWE-bench's entry for (repo, version) with coderl's overlay rules that hold at any date;
+    None when SWE-bench specifies no such version."""
+    return _with_overlay(repo, version, "9999")
+
+
+def table_spec(repo: str, version: str, *, source: str, resolved_at: str,
+               has_file: Callable[[str], bool] = lambda path: False) -> EnvSpec | None:
+    """The environment of one row of ``repo`` at ``version``: built from ``source`` (the row's
+    ``owner/name@sha``), resolved as of ``resolved_at`` (the row's date; an overlay rule may set
+    a later one, with its reason), with the first of SWE-bench's requirement files the row's tree
+    has (``has_file``). None when SWE-bench specifies no such version."""
+    entry = _with_overlay(repo, version, resolved_at)
+    if entry is None:
+        return None
+    files = [f for f in entry.get("requirement_files_first_of", []) if has_file(f)][:1]
+    value = {k: entry[k] for k in _SPEC_KEYS if entry.get(k)}
+    value.setdefault("resolved_at", resolved_at)
+    return EnvSpec.from_value({**value, "requirement_files": files, "source": source})
+
+
+def _with_overlay(repo: str, version: str, resolved_at: str) -> dict[str, Any] | None:
+    base = env_tables().get(repo, {}).get(version)
+    if base is None:
+        return None
+    entry = json.loads(json.dumps(base))
+    for rule in overlay_rules():
+        if rule["repo"] not in ("*", repo) or version not in rule.get("versions", [version]):
+            continue
+        at = entry.get("resolved_at") or resolved_at  # a rule before this one may have set the date
+        if "resolved_before" in rule and not (at and at < rule["resolved_before"]):
+            continue
+        removed = {_name(r) for r in rule.get("remove", [])}
+        entry["requirements"] = [r for r in entry.get("requirements", []) if _name(r) not in removed]
+        added = {_name(r) for r in rule.get("add", [])}
+        entry["requirements"] = [*(r for r in entry["requirements"] if _name(r) not in added), *rule.get("add", [])]
+        entry["pre_install"] = [s for s in entry.get("pre_install", [])
+                                if not any(p in s for p in rule.get("remove_pre_install_containing", []))]
+        entry["pre_install"] += rule.get("add_pre_install", [])
+        for key, value in rule.get("set", {}).items():
+            entry[key] = {k: v.replace("{version}", version) for k, v in value.items()} if key == "build_env" else value
+    return entry
+
+
+def _name(requirement: str) -> str:
+    m = _NAME.match(requirement)
+    return (m.group(1) if m else requirement).lower().replace("_", "-")
