@@ -102,6 +102,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     smith.add_argument("--swe-bench-rows", help="SWE-bench rows to check overlap with (instances, nearby commits)")
     smith.add_argument("--drop-overlaps", action="store_true", help="drop rows that overlap SWE-bench")
     smith.set_defaults(func=_swe_smith)
+    synth = sub.add_parser("synth", help="procedural bugs (AST operators) in a repository at a commit -> task rows, "
+                                         "kept when they break 1..--max-failing tests, one per failing-test signature")
+    synth.add_argument("--repo", required=True, help="the repository: a git directory or bundle")
+    synth.add_argument("--commit", required=True, help="the clean commit (sha or ref) the bugs go into")
+    synth.add_argument("--out", required=True, help="output directory (tasks.jsonl, report.json, repos/)")
+    synth.add_argument("--max-tasks", type=positive_int, default=30, help="stop once this many are kept (default 30)")
+    synth.add_argument("--max-tries", type=positive_int, help="bugs tried at most (default 8 x --max-tasks)")
+    synth.add_argument("--max-failing", type=positive_int, default=20, help="a bug breaking more tests is dropped "
+                                                                           "(default 20)")
+    synth.add_argument("--seed", type=int, default=0)
+    synth.add_argument("--name", help="the repository's owner/name (default: from --specs or the directory's name)")
+    synth.add_argument("--specs", help="its environment, repos.json shaped (default: repos.json beside --repo)")
+    synth.add_argument("--statements", help="problem statements, JSONL by instance id (default: from the failing tests)")
+    synth.add_argument("--cache", help="where snapshots and environments go (default: $CODERL_CACHE or ~/.cache/coderl)")
+    synth.add_argument("--jobs", type=positive_int, default=2, help="test runs at once (default 2)")
+    synth.add_argument("--swe-bench-rows", help="SWE-bench rows to check overlap with")
+    synth.add_argument("--drop-overlaps", action="store_true", help="drop rows that overlap SWE-bench")
+    synth.set_defaults(func=_synth)
     gold = sub.add_parser("swe-sft", help="gold episodes of the stock harness (mini-swe-agent) through the gateway "
                                           "-> verl multi-turn SFT parquet in the harness's own turn format",
                           description="Run the agent-loop YAML's harness in a session sandbox per task and variant, "
@@ -186,6 +204,20 @@ def _swe_smith(args: argparse.Namespace) -> int:
                              statements=args.statements, build_envs=args.build_envs, specs=args.specs, jobs=args.jobs,
                              bench_rows=args.swe_bench_rows, drop_overlaps=args.drop_overlaps)
     print_bug_report("swe-smith", report)
+    return 0
+
+
+def _synth(args: argparse.Namespace) -> int:
+    from coderl.cache import default_cache_dir
+    from coderl.data.synth import build_synth
+
+    report = build_synth(args.repo, args.commit, args.out, cache_dir=args.cache or default_cache_dir(),
+                         max_tasks=args.max_tasks, max_tries=args.max_tries, max_failing=args.max_failing,
+                         seed=args.seed, name=args.name, specs=args.specs, statements=args.statements, jobs=args.jobs,
+                         bench_rows=args.swe_bench_rows, drop_overlaps=args.drop_overlaps)
+    print_bug_report("synth", report)
+    print(f"  tried {report['tried']} of {report['candidates']} candidates; per operator: "
+          + ", ".join(f"{k} {v['kept']}/{v['tried']}" for k, v in sorted(report["operators"].items())))
     return 0
 
 
