@@ -180,3 +180,54 @@ def test_a_cancelled_caller_never_loses_its_slot():
             return ex.results[0].stdout
 
     assert asyncio.run(main()) == b"1\n"
+
+
+def test_engines_made_in_one_process_and_started_in_others_get_their_own_cgroups():
+    """Ray Serve makes the application (its engine) once in the driver and starts a copy in every
+    replica: each copy's groups are named by the process that started it. Named when the engine
+    was made, both replicas shared the driver's groups (issue 49: one's slot stop killed the
+    other's runner, one's close removed the other's groups, and the survivor's slot was lost)."""
+    import multiprocessing
+
+    engine = Engine(slots=1)
+    if not engine.cgroups.available:
+        pytest.skip(f"no cgroups here: {engine.cgroups.support.detail}")
+    ctx = multiprocessing.get_context("fork")
+    names: multiprocessing.Queue = ctx.Queue()
+
+    def start_here() -> None:
+        engine.cgroups.start()
+        names.put((os.getpid(), engine.cgroups.base_name))
+        engine.cgroups.close()
+
+    children = [ctx.Process(target=start_here) for _ in range(2)]
+    for child in children:
+        child.start()
+    started = [names.get(timeout=60) for _ in children]
+    for child in children:
+        child.join(60)
+    assert [name for _, name in started] == [f"coderl-{pid}-{name.rsplit('-', 1)[1]}" for pid, name in started]
+    assert started[0][1] != started[1][1]
+
+
+def test_a_slot_whose_cgroup_was_removed_under_it_is_replaced_not_lost():
+    """The slot's group removed from outside (what a second engine sharing it did when it
+    closed): the run in flight is retried on a replacement in a group made again, and the one slot
+    comes back; before, the replacement raised FileNotFoundError in the background and every
+    later request waited for a slot until its deadline."""
+
+    async def main() -> list[bytes]:
+        async with Engine(slots=1) as engine:
+            if not engine.cgroups.available:
+                pytest.skip(f"no cgroups here: {engine.cgroups.support.detail}")
+            out = []
+            for _ in range(2):
+                slot = engine._slots[0]
+                assert slot.cgroup is not None
+                slot.cgroup.remove()  # kills the runner, then removes the group's directories
+                ex = await asyncio.wait_for(engine.execute(Program("python", "print(1)"), [b""]), 60)
+                out.append(ex.results[0].stdout)
+            ex = await asyncio.wait_for(engine.execute(Program("python", "print(2)"), [b""]), 60)
+            return [*out, ex.results[0].stdout]
+
+    assert asyncio.run(main()) == [b"1\n", b"1\n", b"2\n"]

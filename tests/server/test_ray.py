@@ -87,7 +87,19 @@ def ray_service():
 
 
 def test_requests_spread_over_both_replicas(ray_service):
-    _wait_for_answers(ray_service, lambda seen: len(seen) == 2, "answers from both replicas")
+    seen = _wait_for_answers(ray_service, lambda seen: len(seen) == 2, "answers from both replicas")
+    # Each replica's slots in cgroups of its own (named by its pid): the application is made once in
+    # this process and a copy unpickled in each replica, and groups named when it was made were
+    # this process's, shared by both replicas (issue 49: the survivor of a kill lost its slot).
+    from coderl.sandbox.cgroups import CgroupManager
+
+    cgroups = CgroupManager()
+    if cgroups.available:
+        parent = cgroups.root if cgroups.support.version == "v2" else cgroups.root / "memory"
+        for replica in seen:
+            pid = replica.rsplit(":", 1)[1]
+            assert list(parent.glob(f"coderl-{pid}-*/slot0")), \
+                f"replica {replica} has no slot group of its own: {sorted(p.name for p in parent.glob('coderl-*'))}"
 
 
 def _wait_for_answers(url: str, done, what: str, timeout_s: float = 180) -> set[str]:

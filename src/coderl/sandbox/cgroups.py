@@ -93,15 +93,20 @@ class SlotCgroup:
 
 
 class CgroupManager:
-    """Creates ``coderl-<pid>-<n>/slot<N>`` groups and removes them (and stale ones) again."""
+    """Creates ``coderl-<pid>-<n>/slot<N>`` groups and removes them (and stale ones) again.
 
-    _count = 0  # engines in this process each get their own groups
+    The name is taken when the manager starts, in the process that starts it, not when it is made:
+    Ray Serve makes the application (its engine, its session host) once in the driver and unpickles
+    a copy in every replica, and names taken at construction gave every replica the driver's pid,
+    hence the same groups: one replica's slot stop killed the other's runner, and a replica that
+    removed its groups took the other's away under it (issue 49, the surviving replica's hang)."""
+
+    _count = 0  # managers started in this process each get their own groups
 
     def __init__(self, root: Path = V1_ROOT) -> None:
         self.root = root
         self.support = detect(root)
-        CgroupManager._count += 1
-        self.base_name = f"coderl-{os.getpid()}-{CgroupManager._count}"
+        self.base_name = ""  # named by start()
         self._bases: list[Path] = []
 
     @property
@@ -111,6 +116,8 @@ class CgroupManager:
     def start(self) -> None:
         if not self.available:
             return
+        CgroupManager._count += 1
+        self.base_name = f"coderl-{os.getpid()}-{CgroupManager._count}"
         self._remove_stale()
         if self.support.version == "v2":
             _enable_v2_controllers(self.root)

@@ -245,14 +245,16 @@ class Engine:
         return hit, None
 
     async def _replace(self, slot: Slot) -> Slot:
-        """A fresh slot in the same place (same cgroup); if it cannot start it stays unhealthy and
-        its next use fails as a sandbox error, to be replaced again."""
+        """A fresh slot in the same place (the same cgroup, made again if it is gone); if it cannot
+        start it stays unhealthy and its next use fails as a sandbox error, to be replaced again.
+        Never raises: an OSError here (the group's files gone, a failed fork) once ended the
+        background replacement, and with it the slot, so every later request waited for a slot
+        until its deadline."""
         self.slot_restarts += 1
         await slot.stop()
         fresh = Slot(slot.index, slot.config)
-        fresh.cgroup = slot.cgroup
         self._slots[slot.index] = fresh
-        with contextlib.suppress(SlotFailure):
+        with contextlib.suppress(SlotFailure, OSError):
             await fresh.start()
         return fresh
 
