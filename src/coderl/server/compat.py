@@ -24,6 +24,7 @@ from coderl.sandbox.program import check_fetch_paths
 from coderl.server.models import EvalRequest, RunCodeRequest
 from coderl.server.scalebox import AssertPrograms, read_tests
 from coderl.server.service import cancel_on_disconnect, service_of
+from coderl.server.tests_done import NOT_TO_THE_END, ran_to_end
 
 router = APIRouter()
 #: SandboxFusion/ScaleBox language names that are not our names or aliases.
@@ -193,15 +194,28 @@ _EXTRACTED_TYPE = {"fence:open": "incomplete_fenced", "raw": "heuristic"}
 
 async def _run_asserts(tests: AssertPrograms, language: str, limits: Limits, compile_s: float, service: Any,
                        request: Request) -> dict[str, Any]:
-    """Non-Python assert tests: each program runs once and passes on SandboxFusion's Success."""
+    """Non-Python assert tests: each program runs once and passes on SandboxFusion's Success with its
+    tests' sentinel printed (`coderl.server.tests_done`), which the client's stdout does not show."""
     compile_limits = COMPILE_LIMITS.replace(cpu_s=compile_s, wall_s=compile_s * 2)
     with service.admission.admit(len(tests.sources)):
         runs = await cancel_on_disconnect(request, asyncio.gather(*(
             service.engine.execute(Program(language, source), [RunInput()], limits, compile_limits=compile_limits)
             for source in tests.sources)), service.settings.request_timeout_s)
-    infos = [_exec_info(ex, language, service) for ex in runs]
-    verdicts = [_run_verdict(ex) for ex in runs]
-    return {"accepted": all(v is Verdict.ACCEPTED for v in verdicts), "full_code": tests.sources[0],
+    infos, verdicts = [], []
+    for k, ex in enumerate(runs):
+        ended = True
+        sentinel = tests.sentinels[k] if k < len(tests.sentinels) else None
+        if sentinel is not None and ex.results:
+            ended, stdout = ran_to_end(ex.results[0].stdout, sentinel)
+            ex = dataclasses.replace(ex, results=[dataclasses.replace(ex.results[0], stdout=stdout), *ex.results[1:]])
+        info, verdict = _exec_info(ex, language, service), _run_verdict(ex)
+        if verdict is Verdict.ACCEPTED and not ended:
+            verdict = Verdict.WRONG_ANSWER
+            info.update(status="Failed", message=NOT_TO_THE_END)
+        infos.append(info)
+        verdicts.append(verdict)
+    return {"accepted": all(v is Verdict.ACCEPTED for v in verdicts),
+            "full_code": (tests.shown or tests.sources)[0],
             "tests": [{"passed": v is Verdict.ACCEPTED, "exec_info": info} for v, info in zip(verdicts, infos, strict=True)],
             "extra": {"verdict": worst(verdicts).value, **service.meta()}}
 

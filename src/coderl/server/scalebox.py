@@ -16,8 +16,9 @@ Shapes (both routes accept all of them; ScaleBox splits them between its two rou
   MultiPL-E's Go tests (``func TestX(t *testing.T)``) run under go_test, as ScaleBox runs them.
 
 Python asserts become our assert-mode `TestSpec` (expected values kept outside the sandbox, an
-early exit never passes). Asserts in other languages are whole programs that pass on a clean exit,
-as in MultiPL-E and ScaleBox: a program that exits 0 before the tests would pass (documented).
+early exit never passes). Asserts in other languages are whole programs, as in MultiPL-E and
+ScaleBox, but where ScaleBox passes one on a clean exit, here it must also print a per-request
+sentinel put where its tests end (`coderl.server.tests_done`): an exit before the tests never passes.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import Any
 
 from coderl.errors import InvalidTestSpec
 from coderl.judge import TestSpec, to_spec
+from coderl.server.tests_done import arm, new_sentinel
 
 #: ScaleBox cuts the completion at a stop token for these MultiPL-E languages only (their tests
 #: start by closing the function); the others keep the whole extracted completion.
@@ -50,11 +52,16 @@ _HEADER = {
 
 @dataclass(frozen=True)
 class AssertPrograms:
-    """Non-Python assert tests: one whole program per test object, passing on a clean exit; run in
-    ``language`` where that is not the submission's (MultiPL-E's Go tests run under go_test)."""
+    """Non-Python assert tests: one whole program per test object, passing on a clean exit that
+    printed ``sentinel`` (`coderl.server.tests_done`; ``sentinels[k]`` is None where program k's
+    tests have no known end: a clean exit passes, as on ScaleBox); run in ``language`` where that is
+    not the submission's (MultiPL-E's Go tests run under go_test). ``shown``: the programs without
+    the sentinel, for the client's ``full_code``."""
 
     sources: tuple[str, ...]
     language: str | None = None
+    sentinels: tuple[str | None, ...] = ()
+    shown: tuple[str, ...] = ()
 
 
 def read_tests(provided: dict[str, Any], language: str, code: str) -> TestSpec | AssertPrograms:
@@ -101,10 +108,18 @@ def _asserts(cases: list[dict[str, Any]], language: str, code: str) -> TestSpec 
     if language == "python":
         return TestSpec(mode="assert", cases=[{"code": _with_check(text, case.get("entry_point"))}
                                               for text, case in tests])
+    sentinel = new_sentinel()
     if language in ("go", "go_test") and all("*testing.T" in text for text, _ in tests):
-        return AssertPrograms(tuple(go_test_program(code, text) for text, _ in tests), language="go_test")
-    return AssertPrograms(tuple(multiple_program(code, text, case.get("stop_tokens"), language)
-                                for text, case in tests))
+        armed = [arm(text, "go_test", sentinel) for text, _ in tests]
+        return AssertPrograms(tuple(go_test_program(code, a or text) for a, (text, _) in zip(armed, tests, strict=True)),
+                              language="go_test", sentinels=tuple(sentinel if a else None for a in armed),
+                              shown=tuple(go_test_program(code, text) for text, _ in tests))
+    armed = [arm(text, language, sentinel) for text, _ in tests]
+    return AssertPrograms(
+        tuple(multiple_program(code, a or text, case.get("stop_tokens"), language)
+              for a, (text, case) in zip(armed, tests, strict=True)),
+        sentinels=tuple(sentinel if a else None for a in armed),
+        shown=tuple(multiple_program(code, text, case.get("stop_tokens"), language) for text, case in tests))
 
 
 def _with_check(test: str, entry_point: Any) -> str:
