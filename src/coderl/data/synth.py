@@ -59,7 +59,8 @@ def build_synth(repo_dir: str | Path, commit: str, out: str | Path, *, cache_dir
     except CoderlError as exc:
         raise BadRequest(f"--commit {commit}: not a commit of {path}") from exc
     stem = path.name.removesuffix(".bundle").removesuffix(".git")
-    entries = read_specs(Path(specs) if specs else path.parent / "repos.json")
+    # beside the repository as the user named it (a link's target may sit beside another repos.json)
+    entries = read_specs(Path(specs) if specs else Path(repo_dir).absolute().parent / "repos.json")
     entry = entries.get(stem) or next((e for e in entries.values() if e.get("repo") == name), None)
     if entry is None:
         raise BadRequest(f"no environment for {name or stem}: --specs has no entry for it (repos.json shaped)")
