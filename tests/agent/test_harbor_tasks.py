@@ -1,9 +1,13 @@
-"""Harbor tasks on our sandbox: three tasks written for these tests (tests/fixtures/harbor: a shell one, a
-Python one with reward.json, one whose answer is in a file outside the work dir), their images built
-here with podman FROM the local bases. Gates: the oracle (solution/solve.sh) scores 1, no change 0.
-Red team: what an episode writes outside its work dir (a reward file, a changed /etc, a replaced
-system binary) never reaches the verifier; a diff reaching out of the work dir does not apply; the
-agent's code writing the reward while the verifier runs is overwritten by the verifier's own."""
+"""Harbor tasks on our sandbox: tasks written for these tests, their images built here with podman FROM
+the local bases. tests/fixtures/harbor: a shell one, a Python one with reward.json, one whose answer
+is in a file outside the work dir; tests/fixtures/harbor-terminal: four terminal-style tasks on ONE
+image (install from the image's offline package cache, edit /etc, repair a repository under /root,
+start and check a local service), graded as Harbor grades them, in the container the episode left.
+Gates: the oracle (solution/solve.sh) scores 1, no change 0. Red team: a verifier that did not
+finish (test.sh killed by the agent's module, a daemon rewriting the reward after test.sh) gives no
+reward; a replaced verifier tool, loader configuration, Python start-up hook or a link on a mount
+point is tampering; a diff reaching out of the work dir does not apply; the agent's code writing
+the reward while the verifier runs is overwritten by the verifier's own."""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -24,12 +29,15 @@ from coderl.errors import BadRequest, InvalidTask
 from coderl.sandbox.session import SessionHost
 from coderl.swe.grade_status import GradeStatus
 from coderl.swe.harbor import HarborTask
-from coderl.swe.harbor_grader import HarborRunner, parse_reward
+from coderl.swe.harbor_grader import Episode, HarborRunner, parse_reward
+from coderl.swe.verifier_tools import state_findings
 
-# every test but the first is slow: the local bases (mmdebstrap + the Python stand-in, minutes cold)
-# and three image builds
+# every test but the first two is slow: the local bases (mmdebstrap + the Python stand-in, minutes
+# cold) and four image builds (the terminal tasks share one)
 pytestmark = pytest.mark.timeout(3600)
 TASKS = ROOT / "tests" / "fixtures" / "harbor"
+TERMINAL = ROOT / "tests" / "fixtures" / "harbor-terminal"
+TERMINAL_TASKS = ["install-offline", "etc-config", "repo-outside", "service-start"]
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +47,27 @@ def cache(tmp_path_factory) -> Path:
 
 
 def task(name: str) -> HarborTask:
-    return HarborTask.from_dir(TASKS / name)
+    return HarborTask.from_dir((TERMINAL if name in TERMINAL_TASKS else TASKS) / name)
+
+
+async def episode_of(runner: HarborRunner, t: HarborTask, command: str = "", files: dict[str, str] | None = None) -> Episode:
+    """An episode that runs ``command`` and writes ``files``, finished as a harness's is."""
+    session = await runner.open_episode(t)
+    try:
+        for path, text in (files or {}).items():
+            await session.write_file(path, text.encode())
+        if command:
+            await session.exec(command)
+        return Episode(await session.finish(), await session.keep_state())
+    finally:
+        await session.close()
+
+
+async def graded(runner: HarborRunner, t: HarborTask, ep: Episode):
+    try:
+        return await runner.grade(t, ep.diff, ep.state)
+    finally:
+        ep.remove()
 
 
 def run(cache: Path, coro_fn):
@@ -68,41 +96,125 @@ def test_task_directories_are_read():
         HarborTask.from_dir(TASKS / "hello-shell" / "environment")
 
 
+def test_episode_state_findings(tmp_path):
+    """The verifier-tools check on a hand-made upper layer over a hand-made image: what hands the
+    verifier to the agent is found, the task's own work (a new program, /etc, /root) is not."""
+    image, upper = tmp_path / "image", tmp_path / "upper"
+    for rel, text in {"usr/bin/tr": "tr", "usr/bin/grep": "grep", "etc/greeter/greeter.conf": "port = 1",
+                      "usr/local/python/lib/python3.11/site-packages/ok.py": ""}.items():
+        (image / rel).parent.mkdir(parents=True, exist_ok=True)
+        (image / rel).write_text(text)
+    for rel, text in {"usr/bin/tr": "forged", "usr/bin/coderl-greet": "new", "usr/local/bin/grep": "shadow",
+                      "etc/greeter/greeter.conf": "port = 2", "etc/ld.so.preload": "/app/x.so", "root/proj/calc.py": "",
+                      "usr/local/python/lib/python3.11/site-packages/sitecustomize.py": "",
+                      "usr/local/python/lib/python3.11/site-packages/x.pth": "import os\n",
+                      "usr/local/python/lib/python3.11/site-packages/paths.pth": "/root/proj\n",
+                      "usr/local/python/lib/python3.11/site-packages/p-1.dist-info/entry_points.txt": "[pytest11]\np = p\n",
+                      "app/fake/test.sh": ""}.items():
+        (upper / rel).parent.mkdir(parents=True, exist_ok=True)
+        (upper / rel).write_text(text)
+    (upper / "tests").symlink_to("/app/fake")
+    found = state_findings(upper, image, path="/usr/local/python/bin:/usr/local/bin:/usr/bin:/bin",
+                           mount_points=["/tests", "/logs/verifier", "/app"])
+    expected = ["/tests, where the verifier mounts /tests, was made a link", "the image's /usr/bin/tr was changed",
+                "a new /usr/local/bin/grep shadows the image's /usr/bin/grep on the PATH",
+                "the dynamic loader's configuration /etc/ld.so.preload was created",
+                "a new Python start-up hook /usr/local/python/lib/python3.11/site-packages/sitecustomize.py",
+                "a new /usr/local/python/lib/python3.11/site-packages/x.pth runs code when Python starts",
+                "a new pytest plugin /usr/local/python/lib/python3.11/site-packages/p-1.dist-info/entry_points.txt"]
+    assert sorted(found) == sorted(expected), found
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["hello-shell", "mean-python", "port-from-etc"])
+@pytest.mark.parametrize("name", ["hello-shell", "mean-python", "port-from-etc", *TERMINAL_TASKS])
 def test_oracle_scores_1_and_no_change_0(cache, name):
+    """In the container the oracle left (system paths, /root, /opt included); no change: the image's."""
     async def body(runner):
-        oracle = await runner.oracle_diff(task(name))
-        assert oracle.strip(), "the oracle changed nothing in the work dir"
-        return await runner.grade(task(name), oracle), await runner.grade(task(name), "")
+        oracle = await runner.oracle(task(name))
+        assert oracle.state is not None
+        if name in TERMINAL_TASKS:
+            assert not oracle.diff.strip(), "a terminal task's answer is outside the work dir"
+        else:
+            assert oracle.diff.strip(), "the oracle changed nothing in the work dir"
+        return await graded(runner, task(name), oracle), await runner.grade(task(name), "")
 
     solved, empty = run(cache, body)
-    assert (solved.status, solved.reward) == (GradeStatus.RESOLVED, 1.0), solved
+    assert (solved.status, solved.reward, solved.findings) == (GradeStatus.RESOLVED, 1.0, []), solved
     assert (empty.status, empty.reward) == (GradeStatus.UNRESOLVED, 0.0), empty
     if name == "mean-python":
         assert solved.rewards == {"reward": 1.0, "cases_passed": 1.0} and empty.rewards["cases_passed"] == 0.0
 
 
 @pytest.mark.slow
-def test_what_an_episode_does_outside_its_work_dir_stays_there(cache):
-    """The agent writes the reward file, points /etc's config at its own answer and replaces the
-    verifier's tools: none of it is in the verifier's fresh sandbox, so its answer is wrong there."""
+def test_workdir_only_grades_the_work_dirs_diff_alone(cache):
+    """The stricter option (task.toml's [verifier] workdir_only, a run's --workdir-only): the oracle's
+    /etc change stays in its episode, so the verifier on the pristine image scores it 0."""
+    strict = replace(task("etc-config"), workdir_only=True)
+
+    async def body(runner):
+        oracle = await runner.oracle(strict)
+        assert oracle.state is None and not oracle.diff.strip()
+        return await runner.grade(strict, oracle.diff, oracle.state)
+
+    assert (lambda g: (g.status, g.reward))(run(cache, body)) == (GradeStatus.UNRESOLVED, 0.0)
+
+
+@pytest.mark.slow
+def test_what_an_episode_does_to_the_verifiers_tools_is_tampering(cache):
+    """The agent writes the reward file, points /etc's config at its own answer (its right), and
+    replaces the verifier's tools, the loader's and Python's start-up and /tests: the grade is
+    tampered and the verifier never runs; graded on the work dir only, its answer is wrong."""
+    command = ("mkdir -p /logs/verifier && echo 1 > /logs/verifier/reward.txt && "
+               "sed -i 's/8731/1234/' /etc/greeter/config.ini && echo 1234 > port.txt && "
+               "printf '#!/bin/sh\\necho 1234\\n' > /usr/bin/tr && echo /app/x.so > /etc/ld.so.preload && "
+               "mkdir -p /app/fake && ln -s /app/fake /tests && ls /tests /solution 2>&1; id -u")
+
     async def body(runner):
         t = task("port-from-etc")
         session = await runner.open_episode(t)
         try:
-            r = await session.exec("mkdir -p /logs/verifier && echo 1 > /logs/verifier/reward.txt && "
-                                   "sed -i 's/8731/1234/' /etc/greeter/config.ini && echo 1234 > port.txt && "
-                                   "printf '#!/bin/sh\\necho 1234\\n' > /usr/bin/tr && ls /tests /solution 2>&1; id -u")
+            r = await session.exec(command)
             assert "No such file" in r.stdout and r.stdout.strip().endswith("0"), r  # no tests, no solution here
-            diff = await session.finish()
+            ep = Episode(await session.finish(), await session.keep_state())
         finally:
             await session.close()
-        assert "port.txt" in diff and "greeter" not in diff and "reward" not in diff
-        return await runner.grade(t, diff)
+        assert "port.txt" in ep.diff and "greeter" not in ep.diff and "reward" not in ep.diff
+        strict = await runner.grade(replace(t, workdir_only=True), ep.diff)
+        return await graded(runner, t, ep), strict
 
-    graded = run(cache, body)
-    assert (graded.status, graded.reward) == (GradeStatus.UNRESOLVED, 0.0), graded
+    whole, strict = run(cache, body)
+    assert (whole.status, whole.reward) == (GradeStatus.TAMPERED, 0.0), whole
+    assert {"the image's /usr/bin/tr was changed", "the dynamic loader's configuration /etc/ld.so.preload was created",
+            "/tests, where the verifier mounts /tests, was made a link"} <= set(whole.findings), whole.findings
+    assert (strict.status, strict.reward) == (GradeStatus.UNRESOLVED, 0.0), strict
+
+
+KILLS_TEST_SH = ('import json, os, signal\njson.dump({"reward": 1}, open("/logs/verifier/reward.json", "w"))\n'
+                 'os.kill(os.getppid(), signal.SIGKILL)\n\n\ndef mean(values):\n    return 0\n')
+# a daemon (double fork, its own session) that waits for test.sh to end, then writes reward 1; it holds
+# test.sh's stdout open, so PID 1 keeps draining it a moment after test.sh's exit (with no rule, it wins)
+REWRITES_AFTER = ('import json, os, time\ntest_sh = os.getppid()\nout = os.open(f"/proc/{test_sh}/fd/1", os.O_WRONLY)\n'
+                  'if os.fork() == 0:\n    os.setsid()\n'
+                  '    if os.fork() == 0:\n        while True:\n            try:\n                os.kill(test_sh, 0)\n'
+                  '            except ProcessLookupError:\n                break\n            time.sleep(0.0005)\n'
+                  '        json.dump({"reward": 1}, open("/logs/verifier/reward.json", "w"))\n        os._exit(0)\n'
+                  '    os._exit(0)\n\n\ndef mean(values):\n    return 0\n')
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("module", "finding"), [(KILLS_TEST_SH, "test.sh was killed by signal 9"),
+                                                 (REWRITES_AFTER, "processes outlived test.sh")],
+                         ids=["kills-test-sh", "rewrites-after-test-sh"])
+def test_a_verifier_that_did_not_finish_gives_no_reward(cache, module, finding):
+    """mean-python's verifier imports the agent's stats.py: a module that writes reward 1 and kills
+    test.sh, or leaves a daemon that writes it once test.sh has ended, is not scored."""
+    async def body(runner):
+        t = task("mean-python")
+        return await graded(runner, t, await episode_of(runner, t, files={"stats.py": module}))
+
+    result = run(cache, body)
+    assert (result.status, result.reward) == (GradeStatus.UNRESOLVED, 0.0), result
+    assert any(finding in f for f in result.findings), result.findings
 
 
 @pytest.mark.slow
@@ -129,16 +241,10 @@ def test_the_agents_code_writing_the_reward_is_overwritten(cache):
 
     async def body(runner):
         t = task("mean-python")
-        session = await runner.open_episode(t)
-        try:
-            await session.write_file("stats.py", forged.encode())
-            diff = await session.finish()
-        finally:
-            await session.close()
-        return await runner.grade(t, diff)
+        return await graded(runner, t, await episode_of(runner, t, files={"stats.py": forged}))
 
-    graded = run(cache, body)
-    assert (graded.status, graded.reward) == (GradeStatus.UNRESOLVED, 0.0), graded
+    result = run(cache, body)
+    assert (result.status, result.reward, result.findings) == (GradeStatus.UNRESOLVED, 0.0, []), result
 
 
 @pytest.mark.slow
@@ -179,3 +285,25 @@ def test_stock_harness_through_the_agent_loop(cache, tmp_path):
     extra = out.extra_fields
     assert extra["sandbox_error"] == 0 and extra["agent_turns"] == 2, extra.get("agent_output_tail", extra)
     assert extra["grade_status"] == "resolved" and out.reward_score == 1.0, extra
+
+
+@pytest.mark.slow
+def test_eval_harbor_goes_on_past_a_task_whose_image_fails(cache, tmp_path):
+    """`coderl eval harbor --oracle`: a task whose image cannot be had is that task's sandbox_error
+    (never scored); the other task is graded; the run returns."""
+    from coderl.eval.harbor import HarborEvalConfig, evaluate_harbor
+
+    broken = tmp_path / "tasks" / "no-image"
+    (broken / "tests").mkdir(parents=True)
+    (broken / "instruction.md").write_text("Nothing to do.\n")
+    (broken / "tests" / "test.sh").write_text("#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n")
+    (broken / "task.toml").write_text('[environment]\ndocker_image = "localhost/coderl-test/no-such-image:0"\n')
+    os.environ.setdefault("CODERL_IMAGE_PULL", "never")
+    summary = asyncio.run(evaluate_harbor(HarborEvalConfig(tasks=(str(broken), str(TASKS / "hello-shell")),
+                                                           out_dir=str(tmp_path / "out"), cache_dir=cache, oracle=True)))
+    records = {json.loads(line)["instance_id"]: json.loads(line)
+               for line in (tmp_path / "out" / "results.jsonl").read_text().splitlines()}
+    assert records["no-image"]["status"] == "sandbox_error" and records["no-image"]["reward"] is None, records
+    assert "no-such-image" in records["no-image"]["message"]
+    assert (records["hello-shell"]["status"], records["hello-shell"]["reward"]) == ("resolved", 1.0), records
+    assert (summary["resolved"], summary["sandbox_errors"], summary["tasks"]) == (1, 1, 2), summary

@@ -1,9 +1,11 @@
 """`coderl eval harbor`: the reward of Harbor tasks for the oracle, for doing nothing, or for a served model.
 
-``--oracle`` runs each task's ``solution/solve.sh`` in the agent's place and grades its work-dir
-diff (the gate every task must pass: reward 1); ``--empty`` grades no change at all (the gate the
+``--oracle`` runs each task's ``solution/solve.sh`` in the agent's place and grades the container it
+left (the gate every task must pass: reward 1); ``--empty`` grades the pristine image (the gate the
 other way: reward 0); ``--harness`` runs an agent command in an image-backed session whose one way
-out is the gateway's unix socket (``--gateway-socket``) and grades its diff. Every task graded is
+out is the gateway's unix socket (``--gateway-socket``) and grades the container it left.
+``--workdir-only`` grades only the work dir's diff on the pristine image (``coderl.swe.harbor_grader``).
+A task whose image or episode sandbox fails is that task's ``sandbox_error``; the run goes on. Every task graded is
 appended to ``results.jsonl`` at once; a second run on the same ``--out`` keeps finished tasks and
 tries ``sandbox_error`` ones again. Summary as `coderl eval swe`'s (resolved = reward >= 1), plus
 the mean reward over the tasks scored.
@@ -15,18 +17,18 @@ import asyncio
 import contextlib
 import json
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from coderl.data.common import read_rows
 from coderl.data.harbor import task_dirs
-from coderl.errors import BadRequest
+from coderl.errors import BadRequest, DiffUnavailable, InvalidTask, SandboxError
 from coderl.eval.swe import markdown, summarize
 from coderl.sandbox.session import SessionHost
 from coderl.swe.grade_status import GradeStatus
 from coderl.swe.harbor import HarborTask
-from coderl.swe.harbor_grader import HarborRunner
+from coderl.swe.harbor_grader import Episode, HarborRunner
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,7 @@ class HarborEvalConfig:
     harness_timeout_s: float | None = None
     model: str = "coderl-policy"
     concurrency: int = 2
+    workdir_only: bool = False
 
 
 def load_tasks(sources: tuple[str, ...]) -> list[HarborTask]:
@@ -64,7 +67,7 @@ async def evaluate_harbor(cfg: HarborEvalConfig) -> dict[str, Any]:
         raise BadRequest("give exactly one of --oracle, --empty or --harness")
     if cfg.harness and not cfg.gateway_socket:
         raise BadRequest("--harness needs --gateway-socket (a `coderl gateway --auto-session` unix listener)")
-    tasks = load_tasks(cfg.tasks)
+    tasks = [replace(t, workdir_only=True) if cfg.workdir_only else t for t in load_tasks(cfg.tasks)]
     out = Path(cfg.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     results_path = out / "results.jsonl"
@@ -75,21 +78,18 @@ async def evaluate_harbor(cfg: HarborEvalConfig) -> dict[str, Any]:
 
         async def one(task: HarborTask) -> None:
             async with gate:
-                extra: dict[str, Any] = {}
-                if cfg.oracle:
-                    diff = await runner.oracle_diff(task)
-                elif cfg.empty:
-                    diff = ""
-                else:
-                    assert cfg.harness is not None and cfg.gateway_socket is not None
-                    result = await runner.run_agent(task, cfg.harness, gateway_socket=cfg.gateway_socket,
-                                                    session_id=f"harbor-{uuid.uuid4().hex}", model=cfg.model,
-                                                    timeout_s=cfg.harness_timeout_s, harness_binds=cfg.harness_binds)
-                    diff = result.diff or ""
-                    extra = {"agent_exit_code": result.exit_code, "agent_timed_out": result.timed_out,
-                             **({"agent_message": result.diff_error} if result.diff_error else {})}
-                record = {**(await runner.grade(task, diff)).to_dict(), **extra, "instance_id": task.name,
-                          "patch": diff}
+                try:
+                    episode, extra = await _episode(cfg, runner, task)
+                except (SandboxError, InvalidTask, DiffUnavailable) as exc:  # the task's image or our sandbox: this task's error only
+                    episode, extra = None, {"status": GradeStatus.SANDBOX_ERROR.value, "reward": None, "resolved": False,
+                                            "message": f"the episode could not run: {exc}"}
+                try:
+                    graded = (await runner.grade(task, episode.diff, episode.state)).to_dict() if episode else {}
+                finally:
+                    if episode is not None:
+                        episode.remove()
+                record = {**graded, **extra, "name": task.name, "instance_id": task.name,
+                          "patch": episode.diff if episode else ""}
             with results_path.open("a") as fh:
                 fh.write(json.dumps(record) + "\n")
             done[task.name] = record
@@ -102,6 +102,21 @@ async def evaluate_harbor(cfg: HarborEvalConfig) -> dict[str, Any]:
     (out / "summary.md").write_text(markdown(summary) + "\n")
     return summary
 
+
+
+async def _episode(cfg: HarborEvalConfig, runner: HarborRunner, task: HarborTask) -> tuple[Episode, dict[str, Any]]:
+    """The run's episode on ``task`` (the oracle's, none, or the harness's) and what the record adds."""
+    if cfg.oracle:
+        return await runner.oracle(task), {}
+    if cfg.empty:  # the container as the image has it: an empty state is the pristine image
+        return Episode(""), {}
+    assert cfg.harness is not None and cfg.gateway_socket is not None
+    result = await runner.run_agent(task, cfg.harness, gateway_socket=cfg.gateway_socket,
+                                    session_id=f"harbor-{uuid.uuid4().hex}", model=cfg.model,
+                                    timeout_s=cfg.harness_timeout_s, harness_binds=cfg.harness_binds)
+    return Episode(result.diff or "", result.state), {
+        "agent_exit_code": result.exit_code, "agent_timed_out": result.timed_out,
+        **({"agent_message": result.diff_error} if result.diff_error else {})}
 
 
 def _finished(path: Path) -> dict[str, dict[str, Any]]:
@@ -132,6 +147,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--harness-bind", action="append", default=[], help="host path the harness needs, read-only")
     p.add_argument("--harness-timeout", type=float, help="seconds per episode (default: the task's [agent] timeout_sec)")
     p.add_argument("--model", default="coderl-policy", help="model name the harness asks the gateway for")
+    p.add_argument("--workdir-only", action="store_true",
+                   help="grade only the work dir's diff on the pristine image (default: the container the episode left)")
     p.add_argument("--concurrency", type=int, default=2, help="tasks at once (default 2)")
     p.add_argument("--cache", help="unpacked images (default: $CODERL_CACHE or ~/.cache/coderl)")
     p.set_defaults(func=_main)
@@ -145,7 +162,7 @@ def _main(args: Any) -> int:
                            cache_dir=Path(args.cache) if args.cache else default_cache_dir(), oracle=args.oracle,
                            empty=args.empty, harness=args.harness, gateway_socket=args.gateway_socket,
                            harness_binds=tuple(args.harness_bind), harness_timeout_s=args.harness_timeout,
-                           model=args.model, concurrency=max(1, args.concurrency))
+                           model=args.model, concurrency=max(1, args.concurrency), workdir_only=args.workdir_only)
     summary = asyncio.run(evaluate_harbor(cfg))
     print(markdown(summary) + f"\nmean reward: {summary['mean_reward']}")
     return exit_code(summary)

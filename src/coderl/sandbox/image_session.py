@@ -27,9 +27,9 @@ import hashlib
 import os
 import shlex
 import subprocess
-import tempfile
 from pathlib import Path
 
+from coderl.cache import default_cache_dir, exclusive_file
 from coderl.sandbox import isolation
 from coderl.sandbox.pythonenv import sandbox_python, sandbox_python_prefix, venv_base_prefix
 
@@ -67,18 +67,15 @@ def interpreter_wrapper() -> str:
     runs the real one through the host's loader with the host's libraries (as PID 1 runs), keeping
     the name it was started by (``ld.so --argv0``), so a harness's virtualenv of this interpreter
     finds its ``pyvenv.cfg`` and needs nothing of the image's libraries (libssl, libffi, a newer
-    libc). What the harness then runs is the image's own."""
+    libc). What the harness then runs is the image's own. It lives in the service's cache, in a
+    directory only the service's user can write (`coderl.cache.exclusive_file`): a shared /tmp
+    would let another local user plant it first."""
     command, _ = host_python()
     loader, _, library_path, exe = command
     text = (f"#!/bin/sh\nexec {shlex.quote(loader)} --argv0 \"$0\" --library-path {shlex.quote(library_path)} "
             f"{shlex.quote(exe)} \"$@\"\n")
-    path = Path(tempfile.gettempdir()) / f"coderl-image-python-{hashlib.sha256(text.encode()).hexdigest()[:12]}"
-    if not path.is_file():
-        tmp = path.with_name(f"{path.name}.{os.getpid()}")
-        tmp.write_text(text)
-        tmp.chmod(0o755)
-        tmp.rename(path)
-    return str(path)
+    name = f"image-python-{hashlib.sha256(text.encode()).hexdigest()[:12]}"
+    return str(exclusive_file(default_cache_dir() / "host" / name, text))  # never a file someone else left
 
 
 def with_interpreters(binds: list[str]) -> list[str]:
@@ -97,7 +94,8 @@ def with_interpreters(binds: list[str]) -> list[str]:
 
 
 def image_argv(root: Path, *, workdir: str, uid: int, gid: int, tmp_mb: int, inside_binds: list[str],
-               ro_binds: list[str], binds: list[tuple[str, str, str]], setenv: dict[str, str]) -> list[str]:
+               ro_binds: list[str], binds: list[tuple[str, str, str]], setenv: dict[str, str],
+               tmpfs: list[str] | None = None) -> list[str]:
     """bwrap's argv up to (not including) ``--seccomp`` for a sandbox rooted at ``root`` (a mounted
     overlay of an image); ``inside_binds``: the session's own files (``--ro-bind SRC DST`` triples)."""
     args = isolation.namespace_args(uid, gid)
@@ -116,6 +114,8 @@ def image_argv(root: Path, *, workdir: str, uid: int, gid: int, tmp_mb: int, ins
         args += ["--ro-bind", interpreter_wrapper(), os.path.realpath(sandbox_python())]
     for kind, src, dst in binds:
         args += ["--dir", os.path.dirname(dst), kind, src, dst]
+    for path in tmpfs or []:
+        args += ["--size", str(min(tmp_mb, 256) << 20), "--tmpfs", path]
     for name, value in setenv.items():
         args += ["--setenv", name, value]
     args += ["--dir", workdir, "--chdir", workdir]  # made in the episode's layer when the image lacks it

@@ -40,9 +40,11 @@ def _umount(target: str) -> None:
 
 
 class EpisodeLayer:
-    """``root``: the tmpfs; ``merged``: the repository as the episode sees it; ``lower``: pristine."""
+    """``root``: the tmpfs; ``merged``: the repository as the episode sees it; ``lower``: pristine.
+    ``below``: layers between the two, topmost first (a finished episode's ``upper``, which a
+    grading run sees under its own fresh upper layer)."""
 
-    def __init__(self, root: Path, lower: Path, disk_mb: int, *, flags: int = 0) -> None:
+    def __init__(self, root: Path, lower: Path, disk_mb: int, *, flags: int = 0, below: tuple[Path, ...] = ()) -> None:
         self.root, self.lower = root, lower
         self.upper, self.work, self.merged = root / "upper", root / "work", root / "merged"
         self._mounted: list[str] = []
@@ -55,7 +57,7 @@ class EpisodeLayer:
             for d in (self.upper, self.work, self.merged):
                 d.mkdir()
             _mount("coderl-overlay", str(self.merged), "overlay",
-                   f"lowerdir={lower},upperdir={self.upper},workdir={self.work}", flags)
+                   f"lowerdir={':'.join(str(p) for p in (*below, lower))},upperdir={self.upper},workdir={self.work}", flags)
             self._mounted.append(str(self.merged))
         except OSError as exc:
             self.remove()
@@ -64,6 +66,15 @@ class EpisodeLayer:
                     "agent sessions mount an overlay per episode and need CAP_SYS_ADMIN (run the service as root)"
                 ) from exc
             raise
+
+    def freeze(self) -> Path:
+        """Unmount the merged view only (every process of the episode is dead), keeping the upper
+        layer on its tmpfs: what the episode changed anywhere in its root, ready to be a lower layer
+        (overlayfs forbids an upper layer in use as another overlay's lower). ``remove`` still frees it."""
+        if str(self.merged) in self._mounted:
+            _umount(str(self.merged))
+            self._mounted.remove(str(self.merged))
+        return self.upper
 
     def remove(self) -> None:
         for target in reversed(self._mounted):

@@ -56,8 +56,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from coderl.cache import private_dir
 from coderl.errors import BadRequest, DiffUnavailable, EditRejected, IsolationUnavailable, SessionFailure
-from coderl.sandbox import image_session, isolation, overlay, seccomp
+from coderl.sandbox import image_session, isolation, overlay, seccomp, upper_changes
 from coderl.sandbox.cgroups import CgroupManager, SlotCgroup
 from coderl.sandbox.frames import encode_frame, read_frame_async
 from coderl.sandbox.image_rootfs import ImageRoot
@@ -103,6 +104,18 @@ class SessionLimits:
 
 
 @dataclass
+class EpisodeState:
+    """A finished episode's filesystem change (``Session.keep_state``): ``upper``, its overlay's
+    upper layer (whiteouts for what it deleted), on the episode's own tmpfs until ``remove``."""
+
+    layer: overlay.EpisodeLayer
+    upper: Path
+
+    def remove(self) -> None:
+        self.layer.remove()
+
+
+@dataclass
 class Session:
     """One episode's sandbox. Create with ``SessionHost.open``; methods are not safe to call
     concurrently from several tasks beyond what the internal lock serialises."""
@@ -111,7 +124,7 @@ class Session:
     repo_dir: Path
     limits: SessionLimits
     _host: SessionHost
-    layer: overlay.EpisodeLayer  # the episode's files (the host's diff capture reads them)
+    layer: overlay.EpisodeLayer | None  # the episode's files (the host's diff capture reads them; None: kept)
     cgroup: SlotCgroup | None  # the episode's limits (the diff capture runs under them too)
     _proc: asyncio.subprocess.Process | None = None
     _oom_fd: int | None = None
@@ -132,15 +145,25 @@ class Session:
     async def exec(self, cmd: str, *, timeout_s: float | None = None, cwd: str | None = None, stdin: bytes = b"",
                    env: dict[str, str] | None = None) -> ExecResult:
         """Run ``bash -c cmd`` in the episode; what it started is killed when it returns."""
+        return (await self._exec(cmd, timeout_s=timeout_s, cwd=cwd, stdin=stdin, env=env))[0]
+
+    async def exec_counting_survivors(self, cmd: str, *, timeout_s: float | None = None,
+                                      env: dict[str, str] | None = None) -> tuple[ExecResult, list[str]]:
+        """``exec``, and the processes (``pid:name``) still there, running or ended, when the command
+        ended (a verifier's run: anything that could have written after it; session_init's ``_poll``)."""
+        return await self._exec(cmd, timeout_s=timeout_s, env=env, survivors=True)
+
+    async def _exec(self, cmd: str, *, timeout_s: float | None = None, cwd: str | None = None, stdin: bytes = b"",
+                    env: dict[str, str] | None = None, survivors: bool = False) -> tuple[ExecResult, list[str]]:
         budget = min(timeout_s or self.limits.exec_s, self.remaining_s)
         if budget <= 0:
             return ExecResult.of_command(exit_code=None, signal=None, timed_out=True,
-                                         stderr="the episode's time budget is spent")
+                                         stderr="the episode's time budget is spent"), []
         lim = self.limits
         request = {"op": "exec", "cmd": cmd, "cwd": cwd or self.workdir, "env": {**self._env, **(env or {})}, "timeout_s": budget,
                    "output_bytes": lim.output_kb * 1024,
                    "rlimits": {"RLIMIT_NOFILE": lim.open_files, "RLIMIT_FSIZE": lim.file_size_mb << 20,
-                               "RLIMIT_CORE": 0, "RLIMIT_NPROC": lim.max_processes}}
+                               "RLIMIT_CORE": 0, "RLIMIT_NPROC": lim.max_processes}, "survivors": survivors}
         ooms = oom_kills(self._oom_fd)
         reply, blobs = await self._call(request, [stdin], budget + _GRACE_S)
         out, err = blobs
@@ -148,7 +171,8 @@ class Session:
             exit_code=reply["exit_code"], signal=reply["signal"], timed_out=reply["timed_out"],
             stdout=out.decode("utf-8", "replace"), stderr=err.decode("utf-8", "replace"),
             stdout_truncated=reply["stdout_truncated"], stderr_truncated=reply["stderr_truncated"],
-            oom_killed=oom_kills(self._oom_fd) > ooms, output_limit=reply["output_limit"], wall_s=reply["wall_s"])
+            oom_killed=oom_kills(self._oom_fd) > ooms, output_limit=reply["output_limit"], wall_s=reply["wall_s"]), \
+            list(reply.get("survivors") or [])
 
     # ------------------------------------------------------------------ files
     async def read_file(self, path: str, max_bytes: int = 4 << 20) -> bytes:
@@ -219,12 +243,24 @@ class Session:
                 self._diff = await self._host.capture_diff(self)
         return self._diff
 
+    async def keep_state(self) -> EpisodeState:
+        """Every process killed, then the episode's whole filesystem change (its overlay's upper
+        layer: system paths too, not /tmp, /dev/shm or the binds) handed to the caller, who grades
+        on it (``SessionHost.open_image(below=...)``) and removes it; ``close`` then leaves it be."""
+        async with self._lock:
+            await self._kill()
+            layer, self.layer = self.layer, None
+        if layer is None:
+            raise SessionFailure(f"session {self.id}: its state was handed out already")
+        return EpisodeState(layer, layer.freeze())
+
     async def close(self) -> None:
         """Kill everything (a command in flight fails with SessionFailure), unmount the episode's
-        layer, remove its cgroup. Idempotent."""
+        layer (unless ``keep_state`` took it), remove its cgroup. Idempotent."""
         await self._kill()
         async with self._lock:
-            self.layer.remove()
+            if self.layer is not None:
+                self.layer.remove()
             if self.cgroup is not None:
                 self.cgroup.remove()
                 self.cgroup = None
@@ -354,7 +390,7 @@ class SessionHost:
         pyc = compiled_inside(tuple(n for n in SESSION_FILES if n != "session_init.py"))  # the script: never cached
         if pyc is not None:
             self._inside += ["--ro-bind", pyc, PYC_INSIDE]
-        self.base_dir.mkdir(parents=True, exist_ok=True)
+        private_dir(self.base_dir)  # layers are mounted here: never in a directory another user made
         overlay.remove_stale(self.base_dir)
         self.cgroups.start()
         self._started = True
@@ -393,11 +429,14 @@ class SessionHost:
     async def open_image(self, image: ImageRoot, *, workdir: str | None = None, user: str | None = None,
                          limits: SessionLimits | None = None, ro_binds: Sequence[str] = (),
                          ro_mounts: Sequence[tuple[str, str]] = (), gateway_socket: str | None = None,
-                         gateway_port: int | None = None, env: dict[str, str] | None = None) -> Session:
+                         gateway_port: int | None = None, env: dict[str, str] | None = None,
+                         below: EpisodeState | None = None, tmpfs: Sequence[str] = ()) -> Session:
         """A fresh episode whose root filesystem is ``image`` (``coderl.sandbox.image_session``): its
         work dir and user are the image's unless given; ``ro_mounts`` are (host path, path inside)
-        bound read-only (a Harbor task's tests, in a grading run). The diff is taken of ``workdir``
-        against the image's own (``ImageRoot.pristine_git``)."""
+        bound read-only (a Harbor task's tests, in a grading run); ``below``: a finished episode's
+        state laid over the image (the container that episode left, under a fresh layer of its own);
+        ``tmpfs``: directories mounted fresh and empty (a verifier's /logs/verifier). The diff is
+        taken of ``workdir`` against the image's own (``ImageRoot.pristine_git``)."""
         self.start()
         limits = limits or SessionLimits()
         t0 = time.monotonic()
@@ -408,7 +447,8 @@ class SessionHost:
         _check_gateway(gateway_socket, gateway_port)
         n = next(_EPISODE_IDS)
         sid = f"{os.getpid()}-{n}"
-        layer = overlay.EpisodeLayer(self.base_dir / sid, image.rootfs, limits.disk_mb, flags=overlay.NOSUID_NODEV)
+        layer = overlay.EpisodeLayer(self.base_dir / sid, image.rootfs, limits.disk_mb, flags=overlay.NOSUID_NODEV,
+                                     below=(below.upper,) if below is not None else ())
         session_env = {"PATH": _PATH, "HOME": home, "LANG": "C.UTF-8", "TMPDIR": "/tmp", **image.env, **(env or {})}
         session = Session(id=sid, repo_dir=image.rootfs, limits=limits, _host=self, layer=layer, cgroup=None,
                           _env=session_env, workdir=workdir, work_tree=layer.merged / workdir.lstrip("/"),
@@ -418,7 +458,7 @@ class SessionHost:
             binds.append(("--bind", gateway_socket, GATEWAY_SOCKET))
         argv = image_session.image_argv(layer.merged, workdir=workdir, uid=uid, gid=gid, tmp_mb=limits.tmp_mb,
                                         inside_binds=self._inside, ro_binds=list(ro_binds), binds=binds,
-                                        setenv={"HOME": home})
+                                        setenv={"HOME": home}, tmpfs=list(tmpfs))
         argv += ["--seccomp", "SECCOMP_FD", "--", *pid1]
         await self._start(session, argv, n, gateway_port)
         session.started_s = time.monotonic() - t0
@@ -506,20 +546,32 @@ class SessionHost:
     async def capture_diff(self, session: Session) -> str:
         """The episode's change against the pristine commit, made by our git in a fresh sandbox
         (see the module docstring). The episode's processes must be dead already."""
-        git = ["git", "-c", "safe.directory=*",
-               "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "core.quotePath=true"]
+        changed = None if session.layer is None else await asyncio.to_thread(
+            upper_changes.changed_paths, session.layer.upper,
+            str((session.work_tree or session.layer.merged).relative_to(session.layer.merged)))
+        if changed == []:  # the upper layer holds nothing under the work tree: it is the pristine one
+            return ""
+        git = " ".join(["git", "-c", "safe.directory=*", "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null",
+                        "-c", "core.quotePath=true", "-c", "core.excludesFile=/tmp/exclude"])
+        # Only the paths the upper layer holds are compared (upper_changes): every other tracked
+        # file is marked skip-worktree, so git takes the index's entry (HEAD's) without reading it;
+        # the paths come on stdin, NUL-separated, and are literal (GIT_LITERAL_PATHSPECS).
+        narrow = (f"{git} ls-files -z > /tmp/all && {git} update-index -z --skip-worktree --stdin < /tmp/all && "
+                  f"xargs -0 -r {git} ls-files -z -- < /tmp/changed > /tmp/keep && "
+                  f"{git} update-index -z --no-skip-worktree --stdin < /tmp/keep && ") if changed is not None else ""
         script = (
-            # an index without stat data (read-tree): every file is compared by content, since an
-            # edit in the second of the checkout that keeps the size would pass a stat check
-            # (git's complaints go to a file: only their tail reaches the pipe, which nobody drains)
-            f"exec 3>&2 2>/tmp/err; mkdir -p /tmp/objects && {' '.join(git)} read-tree HEAD && "
-            f"{' '.join(git)} add -A && "
-            f"{' '.join(git)} diff --cached --binary --no-color --no-ext-diff --no-textconv --no-renames HEAD"
+            # an index without stat data (read-tree): every file compared is compared by content, since
+            # an edit in the second of the checkout that keeps the size would pass a stat check
+            # (git's complaints go to a file: only their tail reaches the pipe, which nobody drains);
+            # byte code is never part of a change (a snapshot holds compiled byte code, untracked)
+            "exec 3>&2 2>/tmp/err; cat > /tmp/changed && printf '__pycache__/\\n*.py[co]\\n' > /tmp/exclude && "
+            f"mkdir -p /tmp/objects && {git} read-tree HEAD && {narrow}{git} add -A && "
+            f"{git} diff --cached --binary --no-color --no-ext-diff --no-textconv --no-renames HEAD"
             " || { s=$?; tail -c 400 /tmp/err >&3; exit $s; }"
         )
         env = {"GIT_DIR": "/git", "GIT_WORK_TREE": REPO, "GIT_INDEX_FILE": "/tmp/index",
                "GIT_OBJECT_DIRECTORY": "/tmp/objects", "GIT_ALTERNATE_OBJECT_DIRECTORIES": "/git/objects",
-               "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null"}
+               "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_LITERAL_PATHSPECS": "1"}
         argv = self._argv(session.work_tree or session.layer.merged, session.limits, [], [], [], repo_ro=True,
                           setenv=env, pristine_git=session.pristine_git or session.repo_dir.resolve() / ".git",
                           command=["/bin/sh", "-c", script])
@@ -527,9 +579,12 @@ class SessionHost:
         if oom_fd is not None:
             os.close(oom_fd)
         assert proc.stdout is not None and proc.stdin is not None
-        proc.stdin.close()
         try:
             async with asyncio.timeout(_CAPTURE_TIMEOUT_S):
+                with contextlib.suppress(OSError, RuntimeError):  # a sandbox gone early: its exit says why
+                    proc.stdin.write(b"".join(path + b"\0" for path in changed or ()))
+                    await proc.stdin.drain()
+                proc.stdin.close()
                 data = bytearray()  # read(n) returns what has arrived, so the cap is checked per chunk
                 while chunk := await proc.stdout.read(1 << 20):
                     data += chunk

@@ -7,7 +7,9 @@ talks to it over bubblewrap's stdin/stdout with ``frames``, one request at a tim
   and stderr through pipes kept up to ``output_bytes`` each, the rest drained and dropped), under
   the episode's rlimits, until it exits or ``timeout_s`` passes; then everything it started is
   killed (``reap.kill_children``), so no process outlives its command. Answer: exit code or
-  signal, ``timed_out``, truncation flags, wall seconds, and the two outputs as blobs.
+  signal, ``timed_out``, truncation flags, wall seconds, and the two outputs as blobs. With
+  ``survivors`` (a verifier's run), also every process still there, alive or ended, when the
+  command itself ended: what could have written after it (``_poll``).
 - ``read``: a regular file's bytes (up to ``max_bytes``), ``write``: create or replace a file
   (parents made), ``listdir``: a directory's entries. These run here, as the sandbox's uid in the
   sandbox's mount namespace, so a path or a symlink the agent made can only reach what the agent
@@ -86,12 +88,15 @@ def do_exec(req: dict, stdin: bytes) -> tuple[dict, list[bytes]]:
     timed_out = output_limit = False
     open_fds = [out_r, err_r]
     drain_until: float | None = None
+    careful = bool(req.get("survivors"))
+    survivors: list[str] = []
     while open_fds and not output_limit:
         now = time.monotonic()
         if status is None:
-            done, st = os.waitpid(pid, os.WNOHANG)
-            if done:
-                status, drain_until = st, now + DRAIN_AFTER_EXIT_S
+            status = _poll(pid, careful)
+            if status is not None:
+                drain_until = now + DRAIN_AFTER_EXIT_S
+                survivors = _others() if careful else []
         if now >= deadline and status is None:
             timed_out = True
             break
@@ -104,9 +109,9 @@ def do_exec(req: dict, stdin: bytes) -> tuple[dict, list[bytes]]:
                 open_fds.remove(fd)
         output_limit = output.dropped > OUTPUT_KILL_FACTOR * cap and status is None
     while status is None and not timed_out and not output_limit:  # the pipes closed first: wait for the exit itself
-        done, st = os.waitpid(pid, os.WNOHANG)
-        if done:
-            status = st
+        status = _poll(pid, careful)
+        if status is not None:
+            survivors = _others() if careful else []
         elif time.monotonic() >= deadline:
             timed_out = True
         else:
@@ -122,8 +127,41 @@ def do_exec(req: dict, stdin: bytes) -> tuple[dict, list[bytes]]:
         "stdout_truncated": output.truncated[out_r],
         "stderr_truncated": output.truncated[err_r],
         "wall_s": round(time.monotonic() - started, 4),
+        "survivors": survivors,
     }
     return reply, [output.bytes(out_r), output.bytes(err_r)]
+
+
+def _poll(pid: int, careful: bool) -> int | None:
+    """The command's wait status, or None while it runs. ``careful``: first reap only the orphans
+    that provably ended BEFORE the command (seen dead, then the command seen alive), so that
+    every process that was alive when the command ended is still here, alive or a zombie, for
+    ``_others`` to count: an orphan's chain always ends at PID 1, which reaps nothing else."""
+    while careful:
+        try:
+            dead = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:
+            break
+        if dead is None or dead.si_pid == pid or dead.si_pid in _FORWARDERS:
+            break
+        if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+            break  # the command ended meanwhile: that orphan may have outlived it, keep it counted
+        os.waitpid(dead.si_pid, 0)
+    done, st = os.waitpid(pid, os.WNOHANG)
+    return st if done else None
+
+
+def _others() -> list[str]:
+    """Every process here but PID 1 and the relays, as ``pid:name`` (zombies included)."""
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit() and int(name) != os.getpid() and int(name) not in _FORWARDERS:
+            try:
+                with open(f"/proc/{name}/comm") as fh:
+                    found.append(f"{name}:{fh.read().strip()}")
+            except OSError:
+                found.append(name)
+    return found
 
 
 def do_read(req: dict) -> tuple[dict, list[bytes]]:

@@ -3,7 +3,7 @@
 A Harbor task is a directory::
 
     instruction.md          what the agent is told
-    task.toml               [agent] timeout_sec, user; [verifier] timeout_sec, env, user;
+    task.toml               [agent] timeout_sec, user; [verifier] timeout_sec, env, user, workdir_only (ours);
                             [environment] docker_image, workdir, memory_mb, storage_mb, env; [solution] env
     environment/Dockerfile  the task's image (unless [environment] docker_image names one)
     tests/test.sh           the verifier: run in the task's image with tests/ at /tests, it writes the
@@ -15,11 +15,11 @@ fastmcp, fastapi and cryptography: this module reads the documented format with 
 (the fields above; others are kept in ``config`` and ignored).
 
 What runs where (docs/agent.md, "Harbor tasks"): the agent's episode runs in an image-backed session
-(``SessionHost.open_image``) over the image's work dir; what carries over to grading is the work
-dir's diff only (``finish``), never the system paths the agent changed, nor its processes, /tmp or
-/logs. The verifier runs in a fresh session from the pristine image, with that diff applied and
-tests/ bound read-only at /tests; its reward is read by the session's PID 1 after every process of
-the verifier is dead (``coderl.swe.harbor_grader``).
+(``SessionHost.open_image``) over the image's work dir; as in Harbor, the verifier runs in the
+container the agent left: every path the episode changed (its overlay's upper layer, system paths
+included), its processes gone, /tests fresh and read-only, /logs/verifier empty
+(``coderl.swe.harbor_grader``). ``[verifier] workdir_only = true`` (or a run's ``--workdir-only``)
+grades the work dir's diff alone on the pristine image instead.
 """
 
 from __future__ import annotations
@@ -61,6 +61,7 @@ class HarborTask:
     environment_env: dict[str, str] = field(default_factory=dict)
     memory_mb: int | None = None
     storage_mb: int | None = None
+    workdir_only: bool = False  # [verifier] workdir_only: grade only the work dir's diff, on the pristine image
 
     @property
     def tests_dir(self) -> Path:
@@ -107,6 +108,7 @@ class HarborTask:
             verifier_timeout_s=_seconds(verifier, DEFAULT_VERIFIER_TIMEOUT_S), verifier_user=_user(verifier),
             verifier_env=_env(verifier), solution_env=_env(solution), environment_env=_env(env),
             memory_mb=_int(env, "memory_mb"), storage_mb=_int(env, "storage_mb"),
+            workdir_only=_bool(verifier, "workdir_only"),
         )
 
     def to_row(self) -> dict[str, Any]:
@@ -147,6 +149,13 @@ def _env(table: dict) -> dict[str, str]:
     if not isinstance(value, dict):
         raise InvalidTask("task.toml: env must be a table of strings")
     return {str(k): str(v) for k, v in value.items()}
+
+
+def _bool(table: dict, key: str) -> bool:
+    value = table.get(key, False)
+    if not isinstance(value, bool):
+        raise InvalidTask(f"task.toml: {key} must be true or false, got {value!r}")
+    return value
 
 
 def _int(table: dict, key: str) -> int | None:

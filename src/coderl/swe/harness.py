@@ -55,9 +55,10 @@ class HarnessResult:
     diff: str | None = None  # the episode's change, when run in a sandbox over a repository
     diff_error: str | None = None  # why the episode's files make no diff (the agent's doing): no valid patch
     output_limit: bool = False  # killed for printing far more than the sandbox keeps
+    state: Any = None  # the episode's whole filesystem change, when asked (``Session.keep_state``): the caller removes it
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        return {k: v for k, v in self.__dict__.items() if k != "state"}
 
 
 def render_command(template: str, values: dict[str, str]) -> str:
@@ -151,13 +152,14 @@ async def run_in_remote_sandbox(template: str, *, sessions: Any, task_row: dict[
 
 async def run_in_session(template: str, *, open_session: Callable[[dict[str, str]], Awaitable[Any]], task: str,
                          workdir: str, session_id: str, model: str, timeout_s: float,
-                         capture_diff: bool = False) -> HarnessResult:
+                         capture_diff: bool = False, keep_state: bool = False) -> HarnessResult:
     """The harness in a session its caller opens (``open_session(env)``, given the harness's
     environment; e.g. an image-backed one, `coderl.swe.harbor_grader.HarborRunner`) over ``workdir``,
-    relayed to the gateway at 127.0.0.1:SANDBOX_PORT as in ``run_in_sandbox``."""
+    relayed to the gateway at 127.0.0.1:SANDBOX_PORT as in ``run_in_sandbox``. ``keep_state``: the
+    result also carries the episode's filesystem change (a local session's)."""
     values = _values(f"http://127.0.0.1:{SANDBOX_PORT}", session_id, model, f"/tmp/{TASK_FILE}", workdir)
     session = await open_session(_environment(values))
-    return await _episode(session, template, values, task, timeout_s, capture_diff)
+    return await _episode(session, template, values, task, timeout_s, capture_diff, keep_state)
 
 
 def _limits(timeout_s: float) -> Any:
@@ -167,10 +169,10 @@ def _limits(timeout_s: float) -> Any:
 
 
 async def _episode(session: Any, template: str, values: dict[str, str], task: str, timeout_s: float,
-                   capture_diff: bool) -> HarnessResult:
+                   capture_diff: bool, keep_state: bool = False) -> HarnessResult:
     """One episode in an open session, local or remote (the same interface); closes it."""
     started = time.monotonic()
-    diff = diff_error = None
+    diff = diff_error = state = None
     try:
         await session.write_file(f"/tmp/{TASK_FILE}", task.encode())
         result = await session.exec(render_command(template, values), timeout_s=timeout_s)
@@ -179,7 +181,9 @@ async def _episode(session: Any, template: str, values: dict[str, str], task: st
                 diff = await session.finish()
             except DiffUnavailable as exc:
                 diff_error = str(exc)
+        if keep_state:
+            state = await session.keep_state()
     finally:
         await session.close()
     return HarnessResult(result.exit_code, result.timed_out, round(time.monotonic() - started, 3),
-                         _tail(result.stdout + result.stderr), "sandbox", diff, diff_error, result.output_limit)
+                         _tail(result.stdout + result.stderr), "sandbox", diff, diff_error, result.output_limit, state)
