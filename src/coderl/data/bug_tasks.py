@@ -70,6 +70,7 @@ class RepoBuilder:
         self.statements = statements or {}
         self._clean: dict[str, asyncio.Task[Census]] = {}
         self._env: dict[str, Path] = {}
+        self.runs, self.run_s = 0, 0.0  # suite runs and their summed wall time (each a single pytest process)
 
     def import_commit(self, source: Path, commit: str) -> str:
         """``commit`` of the git repository ``source`` into the work repository (kept by a ref)."""
@@ -97,9 +98,13 @@ class RepoBuilder:
 
     async def clean_run(self, clean_commit: str, env_dir: Path) -> Census:
         if clean_commit not in self._clean:
-            self._clean[clean_commit] = asyncio.ensure_future(
-                run_census(self.host, self.store.snapshot(self.repo, clean_commit), env_dir, "", self.test_cmd))
+            self._clean[clean_commit] = asyncio.ensure_future(self._census(clean_commit, env_dir, ""))
         return await self._clean[clean_commit]
+
+    async def _census(self, clean_commit: str, env_dir: Path, diff: str) -> Census:
+        run = await run_census(self.host, self.store.snapshot(self.repo, clean_commit), env_dir, diff, self.test_cmd)
+        self.runs, self.run_s = self.runs + 1, self.run_s + run.wall_s
+        return run
 
     async def row(self, cand: BugCandidate, env_dir: Path) -> dict[str, Any]:
         """The task row of ``cand``, or ``Drop`` with the reason."""
@@ -107,8 +112,7 @@ class RepoBuilder:
         if not clean.passing():
             raise Drop(f"no test passes on the clean tree (pytest exit {clean.exit_code}): the environment "
                        "or the test command does not fit the repository")
-        bug = await run_census(self.host, self.store.snapshot(self.repo, cand.clean_commit), env_dir,
-                               cand.bug_diff, self.test_cmd)
+        bug = await self._census(cand.clean_commit, env_dir, cand.bug_diff)
         f2p = sorted(t for t in clean.passing() if bug.tests.get(t, "missing") not in PASSING)
         p2p = sorted(t for t in clean.passing() if bug.tests.get(t) in PASSING)
         if not f2p:

@@ -245,4 +245,5 @@ async def _mirror_rows(mirror: str, source: Path, branches: list[str], entry: di
 
         await asyncio.gather(*(one(b) for b in branches))
     rows.sort(key=lambda r: r["instance_id"])
-    return {"repo": repo, "layouts": counts, "wall_s": round(time.monotonic() - t0, 1)}
+    return {"repo": repo, "layouts": counts, "wall_s": round(time.monotonic() - t0, 1), "suite_runs": builder.runs,
+            "suite_run_s": round(builder.run_s, 1)}

@@ -138,7 +138,7 @@ async def _synth(source: Path, commit: str, repo: str, spec: Any, test_cmd: str,
         await asyncio.gather(*(one(p, m) for p, m in candidates))
     rows.sort(key=lambda r: r["instance_id"])
     return {"rows": rows, "dropped": dropped, "candidates": len(candidates), "tried": tried, "operators": ops,
-            "environment": str(env_dir)}
+            "environment": str(env_dir), "suite_runs": builder.runs, "suite_run_s": round(builder.run_s, 1)}
 
 
 def _bug_diff(work: Path, commit: str, path: str, mutation: Mutation) -> str:
