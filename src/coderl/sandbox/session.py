@@ -52,6 +52,7 @@ import os
 import stat
 import tempfile
 import time
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -252,7 +253,9 @@ class Session:
             layer, self.layer = self.layer, None
         if layer is None:
             raise SessionFailure(f"session {self.id}: its state was handed out already")
-        return EpisodeState(layer, layer.freeze())
+        state = EpisodeState(layer, layer.freeze())
+        weakref.finalize(state, layer.remove)  # a holder that drops it ungraded (an episode cut short) frees it too
+        return state
 
     async def close(self) -> None:
         """Kill everything (a command in flight fails with SessionFailure), unmount the episode's

@@ -179,10 +179,14 @@ class HarborRunner:
                                     keep_state=not task.workdir_only)
 
     async def grade(self, task: HarborTask, diff: str, state: EpisodeState | None = None) -> HarborResult:
-        """The verifier on the container the episode left (``state``), or, with no state or a task
-        that asks for it, on the pristine image with the work dir's ``diff`` applied."""
+        """The verifier on the container the episode left (``state``, removed once graded), or, with
+        no state or a task that asks for it, on the pristine image with the work dir's ``diff`` applied."""
         t0 = time.monotonic()
-        result = await self._grade(task, diff, None if task.workdir_only else state)
+        try:
+            result = await self._grade(task, diff, None if task.workdir_only else state)
+        finally:
+            if state is not None:
+                state.remove()
         return HarborResult(**{**result.__dict__, "wall_s": round(time.monotonic() - t0, 3)})
 
     async def _grade(self, task: HarborTask, diff: str, state: EpisodeState | None) -> HarborResult:

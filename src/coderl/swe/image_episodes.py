@@ -22,7 +22,7 @@ from typing import Any
 from coderl.cache import default_cache_dir
 from coderl.errors import InvalidTask
 from coderl.sandbox.image_build import obtained, reference_of
-from coderl.sandbox.session import SessionHost, SessionLimits
+from coderl.sandbox.session import EpisodeState, SessionHost, SessionLimits
 from coderl.swe.grade_status import GradeStatus
 from coderl.swe.grader import GradeResult
 from coderl.swe.harbor import HarborTask
@@ -71,14 +71,18 @@ class ImageEpisodes:
         return await run_in_session(template, open_session=open_session, task=task, workdir=workdir,
                                     session_id=session_id, model=model, timeout_s=timeout_s, capture_diff=True)
 
-    async def grade(self, info: dict[str, Any], diff: str | None) -> GradeResult | HarborResult:
-        """The episode's diff graded from the pristine image (none graded as an empty one); a row
-        without a readable task is a ``sandbox_error`` (the data's fault, never the agent's)."""
+    async def grade(self, info: dict[str, Any], diff: str | None, state: EpisodeState | None = None,
+                    ) -> GradeResult | HarborResult:
+        """The episode graded: a Harbor task's in the container it left (``state``, removed here; the
+        harness result's), a repository task's diff from the pristine image (none graded as an empty
+        one); a row without a readable task is a ``sandbox_error`` (the data's fault, never the agent's)."""
         try:
             if info.get("harbor_task"):
-                return await self.runner(info).grade(HarborTask.from_row(info["harbor_task"]), diff or "")
+                return await self.runner(info).grade(HarborTask.from_row(info["harbor_task"]), diff or "", state)
             task = RepoTask.from_row(json.loads(info["task"]))
         except (KeyError, TypeError, ValueError, InvalidTask) as exc:
+            if state is not None:
+                state.remove()
             return GradeResult(instance_id=str(info.get("instance_id", "")), status=GradeStatus.SANDBOX_ERROR,
                                reward=GradeStatus.SANDBOX_ERROR.reward, message=f"the row carries no readable task: {exc}")
         cache = self._cache(info)

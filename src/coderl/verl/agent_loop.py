@@ -201,7 +201,8 @@ class GatewayAgentLoop(AgentLoopBase):
                 return 0.0, {"grade_status": GradeStatus.NO_PATCH.value, "acc": 0.0, "sandbox_error": 0}
             diff = result.diff if result else None
             graded = self._grade = await (self._grade_remote(extra_info, diff) if self.sessions_url
-                                          else worker.images.grade(extra_info, diff) if is_image_row(extra_info)
+                                          else worker.images.grade(extra_info, diff, result.state if result else None)
+                                          if is_image_row(extra_info)
                                           else worker.graders.grade(extra_info, diff))
             return float(graded.reward or 0.0), {"grade_status": graded.status.value, "acc": float(graded.resolved),
                                                  "sandbox_error": int(graded.status == GradeStatus.SANDBOX_ERROR)}
