@@ -29,7 +29,7 @@ NOT_CODE = ("coderl/swe/tasks",)
 # A unit is a package under coderl (``sandbox``) or a top-level module (``errors``); ``coderl`` is
 # the package's own __init__ (its version).
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("coderl", "errors", "cache", "argtypes"),  # leaves everyone may use
+    ("coderl", "errors", "cache", "argtypes", "api_token"),  # leaves everyone may use
     ("sandbox",),  # isolation and execution
     ("judge",),  # verdicts over the sandbox's runs
     ("client", "local", "interpreter"),  # the service over HTTP, its in-process twin, the tool's verl-free half

@@ -5,13 +5,17 @@ place."""
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import shutil
+import stat
 import subprocess
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+
+from coderl.errors import SandboxError
 
 
 def default_cache_dir() -> Path:
@@ -42,6 +46,44 @@ def built_once(target: Path, command: Callable[[Path], list[str]], *, done: str,
     finally:
         shutil.rmtree(tmp, ignore_errors=True)  # gone already once renamed
     return (target / done).exists()
+
+
+def private_dir(path: Path) -> Path:
+    """``path`` as a directory that only this user can write: made 0700 when missing. One already
+    there (another local user may have made it first, in a shared place) is used only when it is a
+    real directory (no link) of this user's, and is then made 0700 itself; anything else is refused."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    st = os.lstat(path)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+        raise SandboxError(f"{path} is not a directory of this user's (uid {os.getuid()}): refusing to use it; "
+                           "remove it or point the setting elsewhere")
+    if stat.S_IMODE(st.st_mode) & 0o077:
+        os.chmod(path, 0o700)
+    return path
+
+
+def exclusive_file(path: Path, text: str, *, mode: int = 0o755) -> Path:
+    """``path`` holding ``text``, in a `private_dir`, written by this process: a fresh file made
+    exclusively (``mkstemp``: O_EXCL, 0600) and renamed over whatever was there. A file already
+    there is reused only when it is a regular file (no link) of this user's, writable by no one
+    else, holding exactly ``text``: a planted or stale one is replaced, never run."""
+    private_dir(path.parent)
+    with contextlib.suppress(FileNotFoundError):
+        st = os.lstat(path)
+        if stat.S_ISREG(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o022 \
+                and path.read_text(errors="replace") == text:
+            return path
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    return path
 
 
 READY = ".coderl-ready"

@@ -27,6 +27,8 @@ from typing import Any
 
 import httpx
 
+from coderl import api_token
+from coderl.api_token import token_from
 from coderl.errors import (
     BadRequest,
     CoderlError,
@@ -43,12 +45,15 @@ KEEPALIVE_S = 2.0
 class SandboxClient:
     def __init__(self, urls: str | list[str], *, timeout_s: float = 300.0, retries: int = 4,
                  backoff_s: float = 0.5, max_backoff_s: float = 10.0, max_connections: int = 64,
-                 coalesce_s: float = 0.002, max_batch: int = 32) -> None:
+                 coalesce_s: float = 0.002, max_batch: int = 32, token: str | None = None) -> None:
+        """``token``: the operator's API token sent with every request (default: ``$CODERL_API_TOKEN``;
+        `coderl.api_token`), so a service started with one takes this client's calls."""
         url_list = [urls] if isinstance(urls, str) else list(urls)
         if not url_list or not all(isinstance(u, str) and u.startswith(("http://", "https://")) for u in url_list):
             raise BadRequest(f"sandbox URL(s) must be http(s):// URLs, got {urls!r}")
         self.urls = [u.rstrip("/") for u in url_list]
         self.retries = retries
+        self._token = {api_token.HEADER: token} if (token := token_from() if token is None else token) else {}
         self.backoff_s = backoff_s
         self.max_backoff_s = max_backoff_s
         self._next = itertools.cycle(range(len(self.urls)))
@@ -162,7 +167,7 @@ class SandboxClient:
         for attempt in range(retries + 1):
             url = self.urls[next(self._next)] + path
             try:
-                response = await self._client.request(method, url, json=body, headers=headers,
+                response = await self._client.request(method, url, json=body, headers={**self._token, **(headers or {})},
                                                       timeout=httpx.USE_CLIENT_DEFAULT if timeout_s is None
                                                       else httpx.Timeout(timeout_s, connect=10.0))
             except httpx.ReadTimeout as exc:  # the server may still be working on it: sending it again doubles the load

@@ -18,8 +18,10 @@ an isinstance ladder or reads a message's text::
     │   ├── InvalidTask          a repository task row we cannot read (names the field)
     │   ├── EditRejected         a file edit the agent got wrong (no such file, text not found or not unique)
     │   ├── TooLarge             a file, body or request over a stated cap (413)
+    │   ├── UntrustedInput       a request asks for what only the operator may (a shell step): names the field
     │   ├── CredentialRejected   a session credential that is not this session's (403)
-    │   │   └── NoCredential     a session route called without any credential (401)
+    │   │   ├── NoCredential     a session route called without any credential (401)
+    │   │   └── TokenRequired    a service route called without the operator's API token (401)
     │   ├── ContextExhausted     no room left in an agent's context or budget (context_length_exceeded)
     │   └── AgentFault           an agent's own doing: graded as an outcome (reward 0), never retried
     │       ├── MalformedDiff    a diff whose file headers cannot be read
@@ -33,8 +35,8 @@ an isinstance ladder or reads a message's text::
     │   ├── DeadlineExceeded     the request's deadline passed (HTTP 504: retry)
     │   └── Overloaded           the bounded queue is full (HTTP 429)
     ├── ClientDisconnected       the client went away (HTTP 499: only the log and metrics see it)
-    ├── RepoUnavailable          a task's repository or commit is not where the tasks say it is
-    ├── EnvBuildError            a task's environment could not be built
+    ├── RepoUnavailable          a task's repository or commit is not on this node (409: the data's fault)
+    ├── EnvBuildError            a task's environment could not be built (422: the task's fault)
     ├── GatewaySessionError      a gateway request for a closed or aborted session (HTTP 409)
     │   ├── UnknownSession       no session of that id (404)
     │   │   └── SessionExpired   a session that existed and was closed or reaped (410)
@@ -106,6 +108,13 @@ class TooLarge(BadRequest):
     http_status = 413
 
 
+class UntrustedInput(BadRequest):
+    """A request over the network asks for something only the node's operator may give: a shell
+    step, a build variable, a package source, a project build (names the field). Such input runs
+    on the host when the environment is built, so it comes from the operator's task files or the
+    bundled environment tables only (docs/deploy.md, "Who may call")."""
+
+
 class CredentialRejected(BadRequest):
     """A credential that does not belong to the session it is used for: one session's token can
     act on that session only (a sandbox must never reach another episode's sandbox or model calls)."""
@@ -115,6 +124,13 @@ class CredentialRejected(BadRequest):
 
 class NoCredential(CredentialRejected):
     """A per-session route called without the session's credential."""
+
+    http_status = 401
+
+
+class TokenRequired(CredentialRejected):
+    """A service route called without the operator's API token (``CODERL_API_TOKEN``) or with
+    another one (401 either way: a wrong token says nothing about the right one)."""
 
     http_status = 401
 
@@ -206,11 +222,18 @@ class ClientDisconnected(CoderlError):
 
 class RepoUnavailable(CoderlError):
     """A task's repository or base commit is not in the local mirror / tarball directory: the
-    data's fault or ours, never the agent's."""
+    data's fault or ours, never the agent's. 409, as `ImageNotPulled`: the node lacks what the
+    request names, an operator's step, not a retry."""
+
+    http_status = 409
 
 
 class EnvBuildError(CoderlError):
-    """A task's environment could not be built (the message holds the failing step's output)."""
+    """A task's environment could not be built (the message holds the failing step's output): the
+    task's fault (its pins do not resolve, its step fails), answered 422, never a 500; a failure
+    of the service itself (no build sandbox here) is a `SandboxError` instead."""
+
+    http_status = 422
 
 
 class GatewaySessionError(CoderlError):
@@ -288,10 +311,12 @@ __all__ = [
     "SessionFailure",
     "SessionTimeout",
     "SlotFailure",
+    "TokenRequired",
     "TooLarge",
     "UnknownLanguage",
     "UnknownSession",
     "UnsupportedProblem",
+    "UntrustedInput",
     "from_wire",
     "to_wire",
 ]

@@ -2,7 +2,9 @@
 pod templates and containers, and the project's own policy on them.
 
 The policy is what kubectl and the schemas cannot say: every image pinned to the version the images
-are built with, probes and resources on every long-running container, and every relaxation of a
+are built with, probes and resources on every long-running container, the service's boundary (the
+API token from its Secret in every coderl container, ingress only from the trainer's namespace's
+client pods and Prometheus's pods, the node's image cache read-only where episodes run), and every relaxation of a
 pod's confinement (privileged, a capability added, seccomp/AppArmor unconfined, an unmasked /proc,
 root, host namespaces or paths) named in the pod's ``coderl.io/security-relaxations`` annotation,
 which is where the reason is written. Two API-server rules the JSON schemas cannot express are
@@ -189,6 +191,59 @@ def relaxation_problems(pod: PodTemplate) -> list[str]:
                 sc.get("privileged") or {"SYS_ADMIN", "CAP_SYS_ADMIN"} & set(sc.get("capabilities", {}).get("add", []))):
             problems.append(f"{pod.where} {c['name']}: allowPrivilegeEscalation false with privileged or "
                             "SYS_ADMIN (the API server refuses it)")
+    return problems
+
+
+#: The Secret every coderl container takes the operator's API token from (docs/deploy.md, "Who may call").
+TOKEN_SECRET = ("coderl-api-token", "token")
+#: Who may reach the services: the trainer's namespace (the RayJob's) and Prometheus's.
+INGRESS_NAMESPACES = {"coderl", "monitoring"}
+
+
+def token_problems(pod: PodTemplate) -> list[str]:
+    """Every long-running coderl container (the services and their clients, the trainer) has
+    ``CODERL_API_TOKEN`` from the Secret: the services ask for it, the clients send it."""
+    if pod.kind not in LONG_RUNNING:
+        return []
+    problems = []
+    for c in pod.spec["containers"]:
+        if not c["image"].rsplit("/", 1)[-1].startswith("coderl-"):
+            continue
+        env = {e["name"]: e for e in c.get("env", [])}
+        ref = env.get("CODERL_API_TOKEN", {}).get("valueFrom", {}).get("secretKeyRef", {})
+        if (ref.get("name"), ref.get("key")) != TOKEN_SECRET:
+            problems.append(f"{pod.where} {c['name']}: no CODERL_API_TOKEN from the Secret {TOKEN_SECRET[0]} "
+                            f"(key {TOKEN_SECRET[1]})")
+    return problems
+
+
+def host_path_problems(pod: PodTemplate) -> list[str]:
+    """A node's host path (the task-image cache: the lower layers of every episode on the node) is
+    mounted read-only in every container of a long-running pod; only a pre-pull step writes it."""
+    if pod.kind not in LONG_RUNNING:
+        return []
+    host = {v["name"] for v in pod.spec.get("volumes", []) if "hostPath" in v}
+    return [f"{pod.where} {c['name']}: host path volume {m['name']} mounted writable at {m['mountPath']}"
+            for c in pod.spec["containers"] for m in c.get("volumeMounts", [])
+            if m["name"] in host and not m.get("readOnly")]
+
+
+def ingress_problems(policy: dict[str, Any]) -> list[str]:
+    """Every ingress peer of a NetworkPolicy is a namespace AND pods in it (``namespaceSelector: {}``
+    is every namespace; a namespace alone is every pod there), the namespace the trainer's or
+    Prometheus's; no address blocks, no rule open to all."""
+    where = name_of(policy)
+    problems = []
+    for rule in policy["spec"].get("ingress", []):
+        if not rule.get("from"):
+            problems.append(f"{where}: an ingress rule without 'from' admits every pod")
+        for peer in rule.get("from", []):
+            namespaces = peer.get("namespaceSelector", {}).get("matchLabels", {})
+            pods = peer.get("podSelector", {}).get("matchLabels", {})
+            if "ipBlock" in peer or not namespaces or not pods:
+                problems.append(f"{where}: ingress peer {peer} is not a namespace AND a pod selector")
+            elif namespaces.get("kubernetes.io/metadata.name") not in INGRESS_NAMESPACES:
+                problems.append(f"{where}: ingress from namespace {namespaces} (only {sorted(INGRESS_NAMESPACES)})")
     return problems
 
 

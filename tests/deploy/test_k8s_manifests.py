@@ -95,6 +95,9 @@ def test_policy(overlay: str) -> None:
             problems += m.image_problems(pod, __version__)
             problems += m.runtime_problems(pod)
             problems += m.relaxation_problems(pod)
+            problems += m.token_problems(pod) + m.host_path_problems(pod)
+        if obj["kind"] == "NetworkPolicy":
+            problems += m.ingress_problems(obj)
     assert not problems, "\n".join(problems)
 
 
@@ -114,6 +117,36 @@ def test_policy_catches_what_it_is_for() -> None:
     for expected in ("not pinned", "no livenessProbe", "no memory in resources.limits",
                      "privileged without its reason", "needs hostUsers: false", "allowPrivilegeEscalation false"):
         assert expected in problems
+
+
+def test_boundary_policy_catches_a_broken_manifest() -> None:
+    """Each boundary rule fails on a manifest that breaks it: the session pods without the token,
+    with the image cache writable, and a NetworkPolicy admitting any namespace's clients, every pod
+    of monitoring, or an address block."""
+    statefulset = next(o for o in m.rendered("sessions") if o["kind"] == "StatefulSet")
+    bad = yaml.safe_load(yaml.safe_dump(statefulset))
+    (c,) = bad["spec"]["template"]["spec"]["containers"]
+    c["env"] = [e for e in c["env"] if e["name"] != "CODERL_API_TOKEN"]
+    for mount in c["volumeMounts"]:
+        mount.pop("readOnly", None)
+    (pod,) = m.pod_templates(bad)
+    problems = "\n".join(m.token_problems(pod) + m.host_path_problems(pod))
+    assert "no CODERL_API_TOKEN from the Secret coderl-api-token" in problems
+    assert "host path volume images mounted writable" in problems
+    policy = next(o for o in m.rendered("sessions") if o["kind"] == "NetworkPolicy"
+                  and o["metadata"]["name"] == "coderl-sessions")
+    for breakage, expected in (
+            (lambda peers: peers[0].update(namespaceSelector={}), "not a namespace AND a pod selector"),
+            (lambda peers: peers[1].pop("podSelector"), "not a namespace AND a pod selector"),
+            (lambda peers: peers.append({"ipBlock": {"cidr": "0.0.0.0/0"}}), "not a namespace AND a pod selector"),
+            (lambda peers: peers[0]["namespaceSelector"]["matchLabels"].update(
+                {"kubernetes.io/metadata.name": "default"}), "ingress from namespace")):
+        broken = yaml.safe_load(yaml.safe_dump(policy))
+        breakage(broken["spec"]["ingress"][0]["from"])
+        assert expected in "\n".join(m.ingress_problems(broken)), expected
+    open_rule = yaml.safe_load(yaml.safe_dump(policy))
+    open_rule["spec"]["ingress"][0].pop("from")
+    assert "admits every pod" in "\n".join(m.ingress_problems(open_rule))
 
 
 def test_judging_pods_have_no_egress() -> None:
@@ -139,7 +172,7 @@ def test_session_pods_reach_only_their_gateway_and_dns() -> None:
 def test_session_pods_read_the_nodes_image_cache_and_harbor_tasks() -> None:
     """The service has no container engine and never pulls or builds at request time: it serves what
     `coderl images pull --cache DIR` (docs/deploy.md) unpacked on its node, so DIR/images is a hostPath
-    mounted writable (each image's pristine git snapshot is made there) at $CODERL_CACHE/images; and
+    mounted read-only (each image's pristine git snapshot is made in the pod's own cache) at $CODERL_CACHE/images; and
     CODERL_HARBOR_TASKS is a directory of a mounted volume. The session StatefulSet and the RayJob's
     sandbox group (where Ray places session replicas) alike."""
     statefulset = next(o for o in m.rendered("sessions") if o["kind"] == "StatefulSet")
@@ -147,11 +180,11 @@ def test_session_pods_read_the_nodes_image_cache_and_harbor_tasks() -> None:
     (group,) = [g for g in job["spec"]["rayClusterSpec"]["workerGroupSpecs"] if g["groupName"] == "sandbox"]
     for spec in (statefulset["spec"]["template"]["spec"], group["template"]["spec"]):
         (c,) = spec["containers"]
-        env = {e["name"]: e["value"] for e in c["env"]}
+        env = {e["name"]: e.get("value") for e in c["env"]}
         mounts = {mount["mountPath"]: mount for mount in c["volumeMounts"]}
         images = mounts[env["CODERL_CACHE"] + "/images"]
         host = {v["name"]: v for v in spec["volumes"]}[images["name"]]["hostPath"]
-        assert not images.get("readOnly") and host["type"] == "DirectoryOrCreate" and host["path"].endswith("/images")
+        assert images.get("readOnly") and host["type"] == "DirectoryOrCreate" and host["path"].endswith("/images")
         pull = f"coderl images pull --cache {host['path'].removesuffix('/images')}"
         assert pull in (m.ROOT / "docs" / "deploy.md").read_text()
         assert any(env["CODERL_HARBOR_TASKS"].startswith(path + "/") for path in mounts)

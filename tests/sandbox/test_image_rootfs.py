@@ -68,3 +68,19 @@ def test_a_service_finds_unpacked_images_without_an_engine(tmp_path, monkeypatch
     monkeypatch.setenv("CODERL_CONTAINER_ENGINE", "no-such-engine")
     with pytest.raises(ImageUnavailable, match="no such command"):
         inspect("registry/other:1", pull=False)
+
+
+def test_a_read_only_image_cache_keeps_the_snapshots_in_the_services_own(tmp_path, monkeypatch):
+    """A pod that runs episodes mounts the node's image cache read-only (docs/deploy.md): the work
+    dir's pristine snapshot is then made under the process's own cache, and the image is untouched.
+    The mount's refusal is what ``os.access`` says of it (root passes mode bits, not a read-only mount)."""
+    monkeypatch.setenv("CODERL_CACHE", str(tmp_path / "own"))
+    home = tmp_path / "images" / "y"
+    (home / "rootfs" / "app").mkdir(parents=True)
+    (home / "rootfs" / "app" / "m.py").write_text("X = 1\n")
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode: False if str(p).startswith(str(home)) else real_access(p, mode))
+    image = ImageRoot(image_id="y" * 64, reference="test/y", rootfs=home / "rootfs")
+    snapshot = image.pristine_git("/app")
+    assert snapshot.is_relative_to(tmp_path / "own") and (snapshot / "HEAD").is_file()
+    assert sorted(p.name for p in home.iterdir()) == ["rootfs"]

@@ -15,8 +15,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 from pathlib import Path
 
+from coderl import api_token
+from coderl.api_token import token_from
 from coderl.argtypes import positive_int
 from coderl.errors import BadRequest
 
@@ -31,6 +34,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--listen", action="append", default=None,
                    help="host:port or unix:/path (repeatable; default 127.0.0.1:8100)")
     p.add_argument("--admin", action="store_true", help="session admin routes on the TCP listeners")
+    p.add_argument("--api-token-file", metavar="PATH",
+                   help="the admin routes require this file's token (default: $CODERL_API_TOKEN, if set)")
     p.add_argument("--auto-session", action="store_true", help="open sessions on first use")
     p.add_argument("--max-context", type=positive_int, default=32768, help="tokens per session (default 32768)")
     p.add_argument("--timeout-s", type=float, default=3600.0, help="session time budget (default 3600)")
@@ -76,6 +81,8 @@ def _gateway(args: argparse.Namespace) -> int:
     sampling = {k: v for k, v in (("temperature", args.temperature), ("top_p", args.top_p)) if v is not None}
     gateway = Gateway(fmt, build_backend(args, tokenizer, fmt.stop_ids), auto_open=args.auto_session,
                       default=SessionConfig(max_context=args.max_context, timeout_s=args.timeout_s, sampling=sampling))
+    if args.api_token_file:  # the admin routes read it (coderl.gateway.server.add_admin_routes)
+        os.environ[api_token.ENV] = token_from(args.api_token_file)
     listen = args.listen or ["127.0.0.1:8100"]
     admin = tuple(a for a in listen if not a.startswith("unix:")) if args.admin else ()
 

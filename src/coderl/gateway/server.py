@@ -29,6 +29,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 
+from coderl.api_token import accepted, token_from
 from coderl.errors import BadRequest, CoderlError, GatewaySessionError
 from coderl.gateway import dialects
 from coderl.gateway.core import Gateway, SessionConfig
@@ -116,12 +117,24 @@ def create_app(gateway: Gateway, *, admin: bool = False) -> FastAPI:
     return app
 
 
-def add_admin_routes(app: FastAPI, gateway: Gateway) -> None:
+def add_admin_routes(app: FastAPI, gateway: Gateway, token: str | None = None) -> None:
     """``POST /sessions`` {id, max_context?, max_response?, timeout_s?, sampling?},
-    ``GET /sessions/<id>`` (summary + token record), ``DELETE /sessions/<id>`` (close, record)."""
+    ``GET /sessions/<id>`` (summary + token record), ``DELETE /sessions/<id>`` (close, record).
+    With the operator's API token (``token``, default ``$CODERL_API_TOKEN``: `coderl.api_token`)
+    each needs it (``Authorization: Bearer`` or ``X-Coderl-Token``), else 401."""
+    token = token_from() if token is None else token
+
+    def refused(request: Request) -> Response | None:
+        if not token or accepted({k.lower(): v for k, v in request.headers.items()}, token):
+            return None
+        return JSONResponse({"error": "the gateway's admin routes take the operator's API token: send "
+                                      "'Authorization: Bearer <token>' or 'X-Coderl-Token: <token>'"},
+                            status_code=401, headers={"WWW-Authenticate": "Bearer"})
 
     @app.post("/sessions")
     async def open_session(request: Request) -> Response:
+        if (answer := refused(request)) is not None:
+            return answer
         try:
             body = json.loads(await request.body())
             keys = {"max_context", "max_response", "max_prompt", "timeout_s", "sampling"}
@@ -132,14 +145,18 @@ def add_admin_routes(app: FastAPI, gateway: Gateway) -> None:
         return JSONResponse(session.summary())
 
     @app.get("/sessions/{sid}")
-    async def show_session(sid: str) -> Response:
+    async def show_session(sid: str, request: Request) -> Response:
+        if (answer := refused(request)) is not None:
+            return answer
         session = gateway.sessions.get(sid)
         if session is None:
             return JSONResponse({"error": f"unknown session {sid!r}"}, status_code=404)
         return JSONResponse({**session.summary(), "trajectory": session.trajectory.to_dict()})
 
     @app.delete("/sessions/{sid}")
-    async def close_session(sid: str) -> Response:
+    async def close_session(sid: str, request: Request) -> Response:
+        if (answer := refused(request)) is not None:
+            return answer
         try:
             session = await gateway.close(sid)
         except GatewaySessionError as exc:

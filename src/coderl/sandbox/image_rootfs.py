@@ -27,7 +27,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from coderl.cache import READY, ready_once
+from coderl.cache import READY, default_cache_dir, ready_once
 from coderl.errors import ImageNotPulled, ImageUnavailable
 
 _ENGINE_TIMEOUT_S = 3600.0
@@ -87,8 +87,8 @@ class ImageRoot:
         if not tree.is_dir():  # an engine makes a missing WORKDIR when a container starts: so do episodes
             if tree.exists() or tree.is_symlink():
                 raise ImageUnavailable(f"image {self.reference}: {workdir} is not a directory")
-            tree = self.home / "empty"
-            tree.mkdir(exist_ok=True)
+            tree = self.own_dir() / "empty"
+            tree.mkdir(parents=True, exist_ok=True)
 
         def build(dest: Path) -> str:
             env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **_GIT_ENV, "GIT_DIR": str(dest),
@@ -101,7 +101,15 @@ class ImageRoot:
                     raise ImageUnavailable(f"cannot snapshot {workdir} of {self.reference}: {proc.stderr.strip()[-300:]}")
             return ""
 
-        return ready_once(self.home / "git" / (rel.replace("/", "_") + ".git"), build)
+        return ready_once(self.own_dir() / "git" / (rel.replace("/", "_") + ".git"), build)
+
+    def own_dir(self) -> Path:
+        """Where this process keeps what it makes for the image (its work dirs' pristine snapshots):
+        beside the rootfs, or, where the node's image cache is mounted read-only (every pod that
+        runs episodes: docs/deploy.md), under this process's own cache, by the image's id."""
+        if os.access(self.home, os.W_OK):
+            return self.home
+        return default_cache_dir() / "image-own" / self.image_id[:24]
 
 
 def engine() -> str:

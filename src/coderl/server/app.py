@@ -24,6 +24,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from coderl import __version__
 from coderl.errors import CoderlError
 from coderl.server import compat, native, sessions, swe
+from coderl.server.auth import ALWAYS_OPEN, RequireToken
 from coderl.server.service import UNISOLATED_WARNING, Service
 from coderl.server.settings import Settings
 
@@ -51,6 +52,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                   description="Secure batch code execution and judging for code RL. "
                               "Native API under /v1; SandboxFusion and ScaleBox compatible routes.")
     app.state.service = service
+    if settings.api_token:  # inside Observe: a 401 is counted and logged as every answer is
+        app.add_middleware(RequireToken, token=settings.api_token, meta=service.meta,
+                           open_paths=[*ALWAYS_OPEN, *(route.path for route in compat.router.routes)])
     app.add_middleware(Observe, service=service)
     _install_errors(app, service)
     app.include_router(native.router)

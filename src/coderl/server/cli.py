@@ -6,6 +6,7 @@ import argparse
 import os
 import socket
 
+from coderl.api_token import token_from
 from coderl.argtypes import positive_int
 from coderl.errors import BadRequest
 
@@ -32,6 +33,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     cache.add_argument("--no-compile-cache", dest="compile_cache_mb", action="store_const", const=0,
                        help="compile every submission, even one compiled before (CODERL_COMPILE_CACHE=0)")
     p.add_argument("--log-level", choices=("debug", "info", "warning", "error"))
+    p.add_argument("--api-token-file", metavar="PATH",
+                   help="require this file's token (Authorization: Bearer, or X-Coderl-Token) on coderl's own routes; "
+                        "health, metrics and the SandboxFusion/ScaleBox routes stay open (CODERL_API_TOKEN)")
     p.add_argument("--ray", action="store_true", default=os.environ.get("CODERL_RAY", "").lower() in ("1", "true"),
                    help="deploy on the Ray cluster as a Ray Serve application (CODERL_RAY=1)")
     p.add_argument("--replicas", type=positive_int, default=_env_int("CODERL_REPLICAS"),
@@ -66,7 +70,8 @@ def _serve(args: argparse.Namespace) -> int:
     settings = Settings.from_env(host=args.host, port=args.port, slots=args.slots, isolation=args.isolation,
                                  queue=args.queue, max_body_mb=args.max_body_mb, queue_wait_s=args.queue_wait_s,
                                  default_memory_mb=args.default_memory_mb, log_level=args.log_level,
-                                 compile_cache_mb=args.compile_cache_mb)
+                                 compile_cache_mb=args.compile_cache_mb,
+                                 api_token=token_from(args.api_token_file) if args.api_token_file else None)
     if settings.isolation == "bwrap" and (problem := isolation_problem()):
         raise IsolationUnavailable(f"{problem}; refusing to start without isolation "
                                    "(see `coderl sandbox doctor`, or pass --isolation none explicitly)")

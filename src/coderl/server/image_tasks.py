@@ -54,6 +54,7 @@ from coderl.swe.grader import GradeResult
 from coderl.swe.harbor import HarborTask
 from coderl.swe.harbor_grader import HarborResult, HarborRunner
 from coderl.swe.image_grader import DEFAULT_PYTHON, ImageRepoGrader
+from coderl.swe.request_rows import task_from_request
 from coderl.swe.task import RepoTask
 
 _REFERENCE = r"^[A-Za-z0-9][A-Za-z0-9._/:@+-]{0,511}$"
@@ -118,7 +119,7 @@ class NodeImages:
             return None
         if row is None:
             raise InvalidTask("'image' names the environment of a repository task: send its row as 'task'")
-        return ImageTask(repo=RepoTask.from_row(row), image=image.reference, python=image.python or DEFAULT_PYTHON,
+        return ImageTask(repo=task_from_request(row), image=image.reference, python=image.python or DEFAULT_PYTHON,
                          workdir=image.workdir, user=image.user)
 
     async def root(self, reference: str) -> ImageRoot:

@@ -60,8 +60,9 @@ from coderl.server.session_pool import PoolKey, WarmPool
 from coderl.swe.grader import GradeResult, RepoGrader
 from coderl.swe.harbor_grader import HarborResult
 from coderl.swe.harness import SANDBOX_PORT
+from coderl.swe.request_rows import task_from_request
 from coderl.swe.store import RepoStore, git
-from coderl.swe.task import RepoTask
+from coderl.swe.task import EnvSpec, RepoTask
 
 log = logging.getLogger("coderl.server")
 HORIZON_S = 7 * 86400.0  # a sandbox's own budget: the registry enforces each episode's (pooled ones start early)
@@ -150,7 +151,7 @@ class SessionRegistry:
         self.gone: OrderedDict[str, str] = OrderedDict()
         self.reaped = 0
         self._opening = 0
-        self._prepared: dict[tuple[str, str, tuple, tuple], tuple[Path, Path]] = {}
+        self._prepared: dict[tuple[str, str, EnvSpec, bool], tuple[Path, Path]] = {}
         self._empty = config.root / "empty"
         self._reaper: asyncio.Task[None] | None = None
 
@@ -189,7 +190,7 @@ class SessionRegistry:
         try:
             t0 = time.monotonic()
             image_task = self.images.task(task_row, image, harbor)
-            task = image_task.repo if image_task else None if task_row is None else RepoTask.from_row(task_row)
+            task = image_task.repo if image_task else None if task_row is None else task_from_request(task_row)
             warm: Warm | None = None
             if image_task is not None:
                 session, relay = await self._start_image(image_task, limits)
@@ -215,7 +216,7 @@ class SessionRegistry:
         """Ask the pool to keep sandboxes of this task ready (the snapshot and environment are
         built first, in the background)."""
         async def prepare_then_want() -> None:
-            task = None if task_row is None else RepoTask.from_row(task_row)
+            task = None if task_row is None else task_from_request(task_row)
             snapshot, env_dir = await self._prepare(task)
             self.pool.want(PoolKey(snapshot, env_dir, dataclasses.replace(limits, episode_s=HORIZON_S)))
 
@@ -287,7 +288,7 @@ class SessionRegistry:
         if self.grader is None:
             raise BadRequest("this service opens no repository tasks: start it with CODERL_SWE_REPOS set to a "
                              "directory of git mirrors or tarballs")
-        key = (task.repo, task.base_commit, task.env.requirements, task.env.pythonpath)
+        key = (task.repo, task.base_commit, task.env, task.env.trusted)  # the whole spec, and whose it is
         if key not in self._prepared:
             self._prepared[key] = await self.grader.prepare(task)
         return self._prepared[key]

@@ -26,6 +26,9 @@ class Settings:
     # the compile cache's bound in MiB (CODERL_COMPILE_CACHE_MB, --compile-cache-mb); 0 is off
     # (CODERL_COMPILE_CACHE=0, --no-compile-cache); None: as the environment says (default 1024)
     compile_cache_mb: int | None = None
+    # the operator's API token for coderl's own routes (CODERL_API_TOKEN, --api-token-file); empty:
+    # none asked (coderl.server.auth). Never in the repr: settings are logged
+    api_token: str = dataclasses.field(default="", repr=False)
 
     @classmethod
     def from_env(cls, **overrides: object) -> Settings:

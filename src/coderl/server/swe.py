@@ -31,8 +31,9 @@ from coderl.server.image_tasks import HarborIn, ImageIn, NodeImages, result_wire
 from coderl.server.service import cancel_on_disconnect, service_of
 from coderl.swe.grader import GradeResult, RepoGrader
 from coderl.swe.harbor_grader import HarborResult
+from coderl.swe.request_rows import task_from_request
 from coderl.swe.store import RepoStore
-from coderl.swe.task import InvalidTask, RepoTask
+from coderl.swe.task import InvalidTask
 
 router = APIRouter()
 _lock = asyncio.Lock()
@@ -66,7 +67,7 @@ async def grade(body: SweGradeRequest, request: Request) -> dict[str, Any]:
                 jobs.append("an item names a task: 'task' (a repository row, with 'image' when it lives in one) "
                             "or 'harbor'")
             else:
-                jobs.append(partial((await _grader(request)).grade, RepoTask.from_row(item.task), item.patch))
+                jobs.append(partial((await _grader(request)).grade, task_from_request(item.task), item.patch))
         except InvalidTask as exc:
             jobs.append(str(exc))
     work = [job() for job in jobs if not isinstance(job, str)]

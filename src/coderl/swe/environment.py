@@ -11,7 +11,7 @@ the same path on the host and in the sandbox (mounted read-only), so its absolut
 A real project's environment (an ``EnvSpec`` with ``python``; tables per (repo, version) in
 ``coderl.swe.env_tables``) is a virtualenv of that CPython (``coderl.swe.interpreters``), made by
 uv from a copy of the project's tree at the spec's ``source`` commit (its snapshot in the cache):
-the ``pre_install`` steps run in the copy, then one resolution of the pins, the requirement files
+the ``pre_install`` steps run in the copy (in the build sandbox: `coderl.sandbox.build_box`), then one resolution of the pins, the requirement files
 and the project's editable install (``install``, with ``build_env`` set), excluding every package
 uploaded after ``resolved_at`` but the exact ``==`` pins; ``uv pip freeze`` of the result is kept
 as ``coderl-lock.txt`` in the environment. The editable install is made in ``compat`` mode (a
@@ -41,9 +41,11 @@ from pathlib import Path
 
 from coderl.cache import ready_once
 from coderl.errors import EnvBuildError
+from coderl.sandbox.build_box import run_boxed
 from coderl.sandbox.pythonenv import sandbox_python
 from coderl.sandbox.session import REPO
 from coderl.swe.interpreters import find_python
+from coderl.swe.request_rows import check_untrusted_spec
 from coderl.swe.store import snapshot_path
 from coderl.swe.task import EnvSpec
 
@@ -57,16 +59,23 @@ _BUILD_TOOLS, _BUILD_TOOLS_AT = ("setuptools", "wheel"), "2023-06-01T00:00:00Z"
 # certificates and proxies; nothing else of the service's environment reaches the project's build
 _PASSED_ON = ("UV_", "SSL_CERT_", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy")
 _BUILD_TIMEOUT_S = 1800
+# a request's spec (``EnvSpec.trusted`` False) installs wheels only: no package's build code runs here
+_WHEELS_ONLY = ["--only-binary", ":all:"]
 
 
 def env_key(spec: EnvSpec, find_links: Path | None = None) -> str:
     python = find_python(spec.python) if spec.python else sandbox_python()
-    blob = json.dumps([python, spec.to_dict(), str(find_links or "")], sort_keys=True)
+    wheels_only = [] if spec.trusted else ["wheels-only"]  # a request's spec: built apart (_WHEELS_ONLY)
+    blob = json.dumps([python, spec.to_dict(), str(find_links or ""), *wheels_only], sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
 def build_env(spec: EnvSpec, cache_dir: Path, *, find_links: Path | None = None) -> Path:
-    """The ready virtualenv for ``spec`` (built now if it is not there yet)."""
+    """The ready virtualenv for ``spec`` (built now if it is not there yet). A spec from a request
+    (``spec.trusted`` False) is checked again here, whoever calls: it never brings a shell step."""
+    if not spec.trusted:
+        check_untrusted_spec(spec)
+
     def build(dest: Path) -> str:
         if spec.python:
             _project_env(spec, dest, cache_dir, find_links)
@@ -75,7 +84,8 @@ def build_env(spec: EnvSpec, cache_dir: Path, *, find_links: Path | None = None)
         if spec.requirements and not spec.python:
             index = ["--no-index", "--find-links", str(find_links)] if find_links else []
             _run([sys.executable, "-m", "pip", "--python", str(dest / "bin" / "python"), "install", "-q",
-                  "--disable-pip-version-check", "--no-input", *index, *spec.requirements],
+                  "--disable-pip-version-check", "--no-input", *index, *([] if spec.trusted else _WHEELS_ONLY),
+                  *spec.requirements],
                  f"install {' '.join(spec.requirements)}")
         site = site_packages(dest)
         (site / "coderl_repo.pth").write_text(
@@ -95,8 +105,7 @@ def _project_env(spec: EnvSpec, dest: Path, cache_dir: Path, find_links: Path | 
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", "/root"),
                "LANG": "C.UTF-8", **{k: v for k, v in os.environ.items() if k.startswith(_PASSED_ON)},
                "UV_PYTHON_DOWNLOADS": "never"}  # the interpreter is find_python's: never one downloaded
-        for step in spec.pre_install:
-            _run(["bash", "-c", step], f"run the pre-install step {step!r}", cwd=src, env=env)
+        run_pre_install(spec, src)
         python = str(dest / "bin" / "python")
         # byte code compiled as pip does (uv does not by default): the environment is read-only in a
         # session, so without it every process there compiles every module it imports, and the
@@ -110,6 +119,8 @@ def _project_env(spec: EnvSpec, dest: Path, cache_dir: Path, find_links: Path | 
             args += [a for name in _BUILD_TOOLS for a in ("--exclude-newer-package", f"{name}={tools_at}")]
         if find_links:
             args += ["--no-index", "--find-links", str(find_links)]
+        if not spec.trusted:
+            args += _WHEELS_ONLY
         args += [*spec.requirements, *(a for f in spec.requirement_files for a in ("-r", str(src / f)))]
         if spec.install:
             args += ["-C", "editable_mode=compat", "-e", str(src) + spec.install.removeprefix(".")]
@@ -120,6 +131,18 @@ def _project_env(spec: EnvSpec, dest: Path, cache_dir: Path, find_links: Path | 
         _point_at_repo(site_packages(dest), src)
     finally:
         shutil.rmtree(src, ignore_errors=True)
+
+
+def run_pre_install(spec: EnvSpec, src: Path) -> None:
+    """The spec's shell steps (the operator's text: `coderl.swe.request_rows` refuses them in a
+    request), each in the build sandbox with only the tree's copy writable, never on the host."""
+    for step in spec.pre_install:
+        what = f"run the pre-install step {step!r}"
+        try:
+            proc = run_boxed(["bash", "-c", step], writable=src, timeout_s=_BUILD_TIMEOUT_S)
+        except subprocess.TimeoutExpired as exc:
+            raise EnvBuildError(f"cannot {what}: no result after {_BUILD_TIMEOUT_S} s") from exc
+        _check(proc, what)
 
 
 def _source_tree(spec: EnvSpec, cache_dir: Path, src: Path) -> None:
@@ -193,6 +216,10 @@ def _run(argv: list[str], what: str, *, cwd: Path | None = None, env: dict[str, 
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=_BUILD_TIMEOUT_S, cwd=cwd, env=env)
     except subprocess.TimeoutExpired as exc:
         raise EnvBuildError(f"cannot {what}: no result after {_BUILD_TIMEOUT_S} s") from exc
+    _check(proc, what)
+
+
+def _check(proc: subprocess.CompletedProcess[str], what: str) -> None:
     if proc.returncode != 0:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
         raise EnvBuildError(f"cannot {what}: {' / '.join(tail) or f'exit {proc.returncode}'}")

@@ -34,7 +34,12 @@ class EnvSpec:
     target, e.g. ``.`` or ``.[dev]``; empty: the project is not installed), ``build_env`` (variables
     its build needs, e.g. ``SETUPTOOLS_SCM_PRETEND_VERSION``) and ``source`` (the commit of the
     repository whose tree the environment is built from: one per (repo, version), so every instance
-    of it shares one environment)."""
+    of it shares one environment).
+
+    ``trusted`` says where the spec came from (no part of the spec's equality): True for the
+    operator's files and the bundled tables; False for a row that came in a request
+    (`coderl.swe.request_rows`, the service's routes), whose build runs no shell step, no project
+    build and no package's build code (wheels only: its environment is keyed apart)."""
 
     requirements: tuple[str, ...] = ()
     pythonpath: tuple[str, ...] = (".",)
@@ -45,6 +50,7 @@ class EnvSpec:
     install: str = ""
     build_env: tuple[tuple[str, str], ...] = ()
     source: str = ""
+    trusted: bool = field(default=True, compare=False)
 
     @classmethod
     def from_value(cls, value: Any) -> EnvSpec:

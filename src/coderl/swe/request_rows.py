@@ -1,0 +1,113 @@
+"""What a repository task row that arrives over the network may ask of this node.
+
+Making a task's environment runs programs on the host, outside every sandbox: the resolver, the
+project's build backend, a package's build code and the spec's shell steps. A row from the
+operator's own files (the CLI, the configured task sources, the trainer's data set) is trusted as
+SWE-bench trusts the specs its images are built from; a row in a request to the service is not
+(docs/deploy.md, "Who may call"). Such a row may name only what the node already trusts:
+
+- what the bundled environment tables (`coderl.swe.env_tables`) hold: a spec whose shell-bearing
+  fields are those of one of the row's repository's entries (its shell steps are then the node's
+  own text, and they run in the build sandbox all the same); its other fields are checked as
+  below, or
+- declarative fields: ``python``, ``requirements`` (names with version specifiers and markers: no
+  URL, path or option), ``resolved_at``, ``requirement_files`` and ``pythonpath`` (relative paths
+  in the tree), ``source`` (``owner/name@sha``: a snapshot of this node's mirrors). Such a spec is
+  marked untrusted (``EnvSpec.trusted``) and installed from wheels only, so no package's build
+  code runs either.
+
+``pre_install`` (shell), ``build_env`` (variables every build process sees, ``LD_PRELOAD`` among
+them) and ``install`` (the project's own build code) are refused with `UntrustedInput` naming the
+field, before anything runs. The row's ``repo`` must be a plain ``owner/name`` (it names a mirror
+of this node, never a path; the store checks ``base_commit``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Any
+
+from packaging.requirements import InvalidRequirement, Requirement
+
+from coderl.errors import UntrustedInput
+from coderl.swe.env_tables import env_tables, table_entry
+from coderl.swe.task import EnvSpec, RepoTask
+
+_REPO = re.compile(r"^(?!\.\.?/)[A-Za-z0-9_.-]+/(?!\.\.?$)[A-Za-z0-9_.-]+$")  # no . or .. part
+_SHA = re.compile(r"^[0-9a-f]{40}$")
+_PYTHON = re.compile(r"^3\.\d{1,2}$")
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}([T ][0-9:.]+(Z|[+-]\d{2}:?\d{2})?)?$")
+_SHELL_FIELDS = {
+    "pre_install": "shell steps",
+    "build_env": "variables every build process sees",
+    "install": "the project's own build code",
+}
+
+
+def task_from_request(row: dict[str, Any]) -> RepoTask:
+    """The task a request's row stands for, its environment marked untrusted unless it is a
+    bundled table entry; `UntrustedInput` (400) naming the field when it asks for more."""
+    task = RepoTask.from_row(row)
+    _plain_name(task.repo, "repo", _REPO, "owner/name")
+    if _shell_fields(task.env) in table_shell_fields(task.repo):
+        check_untrusted_spec(task.env, shell_allowed=True)
+        return task
+    check_untrusted_spec(task.env)
+    return dataclasses.replace(task, env=dataclasses.replace(task.env, trusted=False))
+
+
+def table_shell_fields(repo: str) -> list[tuple[tuple[str, ...], str, tuple[tuple[str, str], ...]]]:
+    """(pre_install, install, build_env) of each of the bundled tables' entries for ``repo``, as
+    the tables give them (SWE-bench's entry with coderl's overlay: `env_tables.table_entry`)."""
+    out = []
+    for version in env_tables().get(repo, {}):
+        entry = table_entry(repo, version) or {}
+        out.append((tuple(entry.get("pre_install") or ()), entry.get("install") or "",
+                    tuple(sorted((entry.get("build_env") or {}).items()))))
+    return out
+
+
+def _shell_fields(spec: EnvSpec) -> tuple[tuple[str, ...], str, tuple[tuple[str, str], ...]]:
+    return spec.pre_install, spec.install, spec.build_env
+
+
+def check_untrusted_spec(spec: EnvSpec, *, shell_allowed: bool = False) -> None:
+    """Raise `UntrustedInput` naming the first field of ``spec`` that only the operator may give
+    (``shell_allowed``: its shell-bearing fields are the tables' own, only the rest is checked)."""
+    for name, what in _SHELL_FIELDS.items():
+        if getattr(spec, name) and not shell_allowed:
+            raise UntrustedInput(
+                f"environment_setup.{name} is refused in a request: it runs {what} on the service's host, so only "
+                "the operator's task files may give it. A request names a bundled environment table entry or "
+                "declarative fields (python, requirements, requirement_files, resolved_at, pythonpath, source)")
+    for requirement in spec.requirements:
+        _requirement(requirement)
+    for field, paths in (("requirement_files", spec.requirement_files), ("pythonpath", spec.pythonpath)):
+        for path in paths:
+            parts = path.split("/")
+            if path.startswith(("/", "-")) or ".." in parts or "\\" in path:
+                raise UntrustedInput(f"environment_setup.{field}: {path!r} is not a relative path inside the repository")
+    if spec.python:
+        _plain_name(spec.python, "environment_setup.python", _PYTHON, "X.Y")
+    if spec.resolved_at:
+        _plain_name(spec.resolved_at, "environment_setup.resolved_at", _DATE, "an ISO date")
+    if spec.source:
+        repo, _, commit = spec.source.partition("@")
+        if not _REPO.match(repo) or not _SHA.match(commit):
+            raise UntrustedInput(f"environment_setup.source must be owner/name@<40-hex sha>, got {spec.source[:120]!r}")
+
+
+def _requirement(text: str) -> None:
+    try:
+        parsed = Requirement(text)
+    except InvalidRequirement:
+        parsed = None
+    if text.lstrip().startswith("-") or parsed is None or parsed.url is not None:
+        raise UntrustedInput(f"environment_setup.requirements: {text[:120]!r} is not a package name with version "
+                             "specifiers (a request names no URL, path or installer option)")
+
+
+def _plain_name(value: str, field: str, pattern: re.Pattern[str], what: str) -> None:
+    if not pattern.match(value):
+        raise UntrustedInput(f"{field} must be {what}, got {value[:120]!r}")
