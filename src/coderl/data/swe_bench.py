@@ -26,8 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from coderl.data.common import progress, read_rows, write_jsonl
-from coderl.errors import BadRequest, CoderlError
-from coderl.swe.env_tables import table_entry, table_spec
+from coderl.errors import BadRequest, CoderlError, EnvBuildError
+from coderl.swe.env_infer import infer_env, validate_env
+from coderl.swe.env_tables import table_spec
 from coderl.swe.environment import build_env
 from coderl.swe.patch import MalformedDiff, split_diff
 from coderl.swe.store import RepoStore, git
@@ -68,6 +69,7 @@ def build_swe_bench(rows_file: str | Path, repos_dir: str | Path, out: str | Pat
     tasks = served
     envs: dict[str, str] = {}
     seconds: dict[str, float] = {}
+    validation: dict[str, dict[str, Any]] = {}
     if build_envs:
         for source, task in progress(list({t["environment_setup"]["source"]: t for t in tasks}.items()), "environments"):
             t0 = time.monotonic()
@@ -76,6 +78,11 @@ def build_swe_bench(rows_file: str | Path, repos_dir: str | Path, out: str | Pat
             except CoderlError as exc:
                 envs[source] = f"error: {exc}"
             seconds[source] = round(time.monotonic() - t0, 1)
+        validation = _validate_inferred(tasks, envs, store)
+        for source, checked in validation.items():
+            if not checked.get("collects"):
+                envs[source] = (f"error: the inferred environment does not collect the test suite at the base commit: "
+                                f"{checked.get('collect_tail', '')[-300:]}")
         failed = {t["instance_id"]: envs[t["environment_setup"]["source"]] for t in tasks
                   if envs[t["environment_setup"]["source"]].startswith("error: ")}
         skipped.update({i: f"environment cannot be built: {e.removeprefix('error: ')}" for i, e in failed.items()})
@@ -85,7 +92,7 @@ def build_swe_bench(rows_file: str | Path, repos_dir: str | Path, out: str | Pat
     write_jsonl(tasks, out / "tasks.jsonl")
     report = {"read": len(rows), "served": len(tasks), "skipped": skipped,
               "instances": [t["instance_id"] for t in tasks], "environments": envs,
-              "environment_s": seconds, "distinct_environments": len({e for e in envs.values() if not e.startswith("error: ")}),
+              "environment_s": seconds, "inferred_validation": validation if build_envs else {}, "distinct_environments": len({e for e in envs.values() if not e.startswith("error: ")}),
               "repos": str(repos), "cache": str(cache), "tasks": str(out / "tasks.jsonl")}
     (out / "report.json").write_text(json.dumps(report, indent=2, sort_keys=True))
     if not tasks:
@@ -107,18 +114,24 @@ def _serve(row: dict[str, Any], store: RepoStore) -> dict[str, Any]:
         raise Skip(f"repository {task.repo} is not in --repos (as <owner>__<name> or <owner>__<name>.bundle)")
     commit = _commit(mirror, task)
     version = str(row.get("version") or "")
-    if table_entry(task.repo, version) is None:
-        raise Skip(f"no environment for {task.repo} version {version!r}: SWE-bench's specifications "
-                   "(coderl/swe/env_tables.json) have none")
     snapshot = store.snapshot(task.repo, commit)
     f2p, p2p = (tuple(_node_id(t, task.test_patch, snapshot) for t in ids)
                 for ids in (task.fail_to_pass, task.pass_to_pass))
     resolved_at = row_date(row, mirror, commit)
-    spec = table_spec(task.repo, version, source=f"{task.repo}@{commit}", resolved_at=resolved_at,
+    source = f"{task.repo}@{commit}"
+    spec = table_spec(task.repo, version, source=source, resolved_at=resolved_at,
                       has_file=lambda path: (snapshot / path).is_file())
+    inferred = spec is None
+    if spec is None:  # no table: the repository's own metadata at that commit, validated when built
+        try:
+            spec = infer_env(snapshot, source=source, resolved_at=resolved_at)
+        except EnvBuildError as exc:
+            raise Skip(f"no environment for {task.repo} version {version!r}: SWE-bench's specifications "
+                       f"(coderl/swe/env_tables.json) have none, and {exc}") from exc
     out = {**task.to_row(), "base_commit": commit, "FAIL_TO_PASS": list(f2p), "PASS_TO_PASS": list(p2p),
            "version": version, "created_at": str(row.get("created_at") or ""),
-           "upstream_base_commit": task.base_commit, "environment_setup": spec.to_dict() if spec else {}}
+           "upstream_base_commit": task.base_commit, "environment_setup": spec.to_dict(),
+           "environment_inferred": inferred}
     return out
 
 
@@ -176,6 +189,17 @@ def _node_id(test: str, test_patch: str, snapshot: Path) -> str:
         where = "none" if not found else f"{len(found)} ({', '.join(found)})"
         raise Skip(f"test {test!r} is a bare name defined in {where} of the test patch's files")
     return f"{found[0]}::{test}"
+
+
+def _validate_inferred(tasks: list[dict[str, Any]], envs: dict[str, str], store: RepoStore) -> dict[str, dict[str, Any]]:
+    """Each built inferred environment's test run at its row's base commit (``env_infer.validate_env``)."""
+    out = {}
+    for task in tasks:
+        source = task["environment_setup"]["source"]
+        if task.get("environment_inferred") and source not in out and not envs[source].startswith("error: "):
+            snapshot = store.snapshot(task["repo"], task["base_commit"])
+            out[source] = asyncio.run(validate_env(snapshot, Path(envs[source])))
+    return out
 
 
 # pytest's collection, each node id on a line of its own whatever the verbosity the project's
