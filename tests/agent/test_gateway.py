@@ -421,3 +421,31 @@ def test_unix_socket_listener(fmt, model, tmp_path):
 
     r = asyncio.run(main())
     assert r.status_code == 200 and r.json()["usage"]["completion_tokens"] == 2
+
+
+def test_admin_routes_take_the_operators_api_token(fmt, monkeypatch):
+    """With CODERL_API_TOKEN set the admin routes (open, read, close a session) need it, as Bearer or
+    X-Coderl-Token (401 otherwise); the model routes stay named by the session id."""
+    from coderl.gateway.core import Gateway
+
+    class Idle:
+        async def generate(self, prompt_ids, max_tokens, sampling, request_id):
+            raise AssertionError("no generation in this test")
+
+    monkeypatch.setenv("CODERL_API_TOKEN", "op-token")
+    gateway = Gateway(fmt, Idle())
+
+    async def client_fn(client):
+        token = {"Authorization": "Bearer op-token"}
+        return [await client.post("/sessions", json={"id": "s9"}),
+                await client.post("/sessions", json={"id": "s9"}, headers={"Authorization": "Bearer s9"}),
+                await client.post("/sessions", json={"id": "s9"}, headers=token),
+                await client.get("/sessions/s9"),
+                await client.get("/sessions/s9", headers={"X-Coderl-Token": "op-token"}),
+                await client.delete("/sessions/s9"),
+                await client.get("/v1/models"),
+                await client.delete("/sessions/s9", headers=token)]
+
+    rs = run(client_fn, gateway, admin=True)
+    assert [r.status_code for r in rs] == [401, 401, 200, 401, 200, 401, 200, 200], [r.text for r in rs]
+    assert rs[0].headers["www-authenticate"] == "Bearer"
