@@ -21,9 +21,10 @@ points) and its dependencies, never its code. The steps and the project's build 
 from task data only (the rows' tables and the pristine snapshot, trusted like the images SWE-bench
 builds), never from anything an agent wrote.
 
-An environment is keyed by a hash of (interpreter, spec, find_links), built under a lock, and
-marked complete last; a failed build is removed and raises ``EnvBuildError`` with the failing
-step's own last lines.
+A plain environment is keyed by a hash of (interpreter, spec, find_links); a real project's by
+the content of its resolution (``resolution_key``: rows share one only when what they resolve to
+is the same). Each is built under a lock, and marked complete last; a failed build is removed and
+raises ``EnvBuildError`` with the failing step's own last lines.
 """
 
 from __future__ import annotations
@@ -92,45 +93,81 @@ def build_env(spec: EnvSpec, cache_dir: Path, *, find_links: Path | None = None)
             "".join(os.path.normpath(os.path.join(REPO, p)) + "\n" for p in spec.pythonpath))
         return json.dumps(spec.to_dict())  # the marker says what the environment was built from
 
-    return ready_once(cache_dir / "envs" / env_key(spec, find_links), build)
+    key = resolution_key(spec, cache_dir, find_links) if spec.python else env_key(spec, find_links)
+    return ready_once(cache_dir / "envs" / key, build)
 
 
-def _project_env(spec: EnvSpec, dest: Path, cache_dir: Path, find_links: Path | None) -> None:
-    """A real project's environment in ``dest`` (see the module docstring)."""
-    _run([find_python(spec.python), "-m", "venv", "--without-pip", str(dest)], f"create a Python {spec.python} virtualenv")
-    src = dest.with_name(dest.name + ".src")
+# what an environment is made from besides its packages: the project's packaging files (its
+# editable install's metadata, its declared dependencies) as the pre-install steps leave them
+_PACKAGING = ("setup.py", "setup.cfg", "pyproject.toml", "MANIFEST.in")
+
+
+def resolution_key(spec: EnvSpec, cache_dir: Path, find_links: Path | None = None) -> str:
+    """The key of a real project's environment: a hash of what it is made of (the interpreter, the
+    packages uv resolves for the spec as of its date, the project's packaging files after the
+    pre-install steps, the install's target and build variables), not of where the spec came from
+    (no table, no commit, no date): two rows whose resolutions are the same share one environment,
+    and a row whose resolution differs in one package gets its own. The resolution (``uv pip
+    compile`` of the same inputs the build installs) is made once per distinct spec and kept in
+    ``cache_dir/resolutions/<env_key>.json``."""
+    memo = cache_dir / "resolutions" / f"{env_key(spec, find_links)}.json"
+    if memo.is_file():
+        return json.loads(memo.read_text())["key"]
+    src = cache_dir / "resolutions" / f"{memo.stem}.{os.getpid()}.src"
     shutil.rmtree(src, ignore_errors=True)
     try:
         _source_tree(spec, cache_dir, src)
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", "/root"),
-               "LANG": "C.UTF-8", **{k: v for k, v in os.environ.items() if k.startswith(_PASSED_ON)},
-               "UV_PYTHON_DOWNLOADS": "never"}  # the interpreter is find_python's: never one downloaded
+        env = _build_environ()
         run_pre_install(spec, src)
-        python = str(dest / "bin" / "python")
-        # byte code compiled as pip does (uv does not by default): the environment is read-only in a
-        # session, so without it every process there compiles every module it imports, and the
-        # compile-time warnings of old packages (invalid escapes) meet a project's `error` filters
-        args = [uv_binary(), "pip", "install", "--python", python, "--no-progress", "--compile-bytecode"]
-        if spec.resolved_at:
-            args += ["--exclude-newer", spec.resolved_at]
-            pins = exact_pins([*spec.requirements, *requirement_lines([src / f for f in spec.requirement_files])])
-            args += [a for name in pins for a in ("--exclude-newer-package", f"{name}={_NO_LIMIT}")]
-            tools_at = max(spec.resolved_at, _BUILD_TOOLS_AT)
-            args += [a for name in _BUILD_TOOLS for a in ("--exclude-newer-package", f"{name}={tools_at}")]
-        if find_links:
-            args += ["--no-index", "--find-links", str(find_links)]
-        if not spec.trusted:
-            args += _WHEELS_ONLY
-        args += [*spec.requirements, *(a for f in spec.requirement_files for a in ("-r", str(src / f)))]
+        wanted = src / ".coderl-requirements.in"
+        wanted.write_text("".join(f"{r}\n" for r in [*spec.requirements, *(f"-r {f}" for f in spec.requirement_files)]))
         if spec.install:
-            args += ["-C", "editable_mode=compat", "-e", str(src) + spec.install.removeprefix(".")]
-        _run(args, f"install the Python {spec.python} environment", cwd=src, env={**env, **dict(spec.build_env)})
-        lock = subprocess.run([uv_binary(), "pip", "freeze", "--python", python], capture_output=True, text=True,
-                              env=env, timeout=120)
-        (dest / LOCK).write_text(lock.stdout.replace(str(src), REPO))
-        _point_at_repo(site_packages(dest), src)
+            with wanted.open("a") as fh:
+                fh.write(f"-e {spec.install}\n")
+        args = [uv_binary(), "pip", "compile", "--python", find_python(spec.python), "--no-progress", "--no-header",
+                "--no-annotate", "-C", "editable_mode=compat", *_resolution_args(spec, src, find_links), wanted.name]
+        proc = subprocess.run(args, capture_output=True, text=True, timeout=_BUILD_TIMEOUT_S, cwd=src,
+                              env={**env, **dict(spec.build_env)})
+        if proc.returncode != 0:
+            tail = proc.stderr.strip().splitlines()[-3:]
+            raise EnvBuildError(f"cannot resolve the Python {spec.python} environment: {' / '.join(tail)}")
+        packaging = {f: hashlib.sha256((src / f).read_bytes()).hexdigest() for f in
+                     [*_PACKAGING, *spec.requirement_files] if (src / f).is_file()}
+        made_of = {"python": find_python(spec.python), "resolution": proc.stdout.replace(str(src), REPO),
+                   "packaging": packaging, "install": spec.install, "build_env": dict(spec.build_env),
+                   "pythonpath": list(spec.pythonpath), "find_links": str(find_links or ""), "trusted": spec.trusted}
+        key = "r" + hashlib.sha256(json.dumps(made_of, sort_keys=True).encode()).hexdigest()[:15]
+        tmp = memo.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"key": key, "spec": spec.to_dict(), **made_of}, indent=1))
+        tmp.replace(memo)
+        return key
     finally:
         shutil.rmtree(src, ignore_errors=True)
+
+
+def _build_environ() -> dict[str, str]:
+    """What the build takes from the caller's environment (see ``_PASSED_ON``)."""
+    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", "/root"),
+            "LANG": "C.UTF-8", **{k: v for k, v in os.environ.items() if k.startswith(_PASSED_ON)},
+            "UV_PYTHON_DOWNLOADS": "never"}  # the interpreter is find_python's: never one downloaded
+
+
+def _resolution_args(spec: EnvSpec, src: Path, find_links: Path | None) -> list[str]:
+    """uv's options that decide what is picked: the date (exact pins and the build tools exempt) and
+    the index."""
+    args = []
+    if spec.resolved_at:
+        args += ["--exclude-newer", spec.resolved_at]
+        pins = exact_pins([*spec.requirements, *requirement_lines([src / f for f in spec.requirement_files])])
+        args += [a for name in pins for a in ("--exclude-newer-package", f"{name}={_NO_LIMIT}")]
+        tools_at = max(spec.resolved_at, _BUILD_TOOLS_AT)
+        args += [a for name in _BUILD_TOOLS if name not in pins
+                 for a in ("--exclude-newer-package", f"{name}={tools_at}")]
+    if find_links:
+        args += ["--no-index", "--find-links", str(find_links)]
+    if not spec.trusted:
+        args += _WHEELS_ONLY
+    return args
 
 
 def run_pre_install(spec: EnvSpec, src: Path) -> None:
@@ -143,6 +180,33 @@ def run_pre_install(spec: EnvSpec, src: Path) -> None:
         except subprocess.TimeoutExpired as exc:
             raise EnvBuildError(f"cannot {what}: no result after {_BUILD_TIMEOUT_S} s") from exc
         _check(proc, what)
+
+
+def _project_env(spec: EnvSpec, dest: Path, cache_dir: Path, find_links: Path | None) -> None:
+    """A real project's environment in ``dest`` (see the module docstring)."""
+    _run([find_python(spec.python), "-m", "venv", "--without-pip", str(dest)], f"create a Python {spec.python} virtualenv")
+    src = dest.with_name(dest.name + ".src")
+    shutil.rmtree(src, ignore_errors=True)
+    try:
+        _source_tree(spec, cache_dir, src)
+        env = _build_environ()
+        run_pre_install(spec, src)
+        python = str(dest / "bin" / "python")
+        # byte code compiled as pip does (uv does not by default): the environment is read-only in a
+        # session, so without it every process there compiles every module it imports, and the
+        # compile-time warnings of old packages (invalid escapes) meet a project's `error` filters
+        args = [uv_binary(), "pip", "install", "--python", python, "--no-progress", "--compile-bytecode"]
+        args += [*_resolution_args(spec, src, find_links), *spec.requirements,
+                 *(a for f in spec.requirement_files for a in ("-r", str(src / f)))]
+        if spec.install:
+            args += ["-C", "editable_mode=compat", "-e", str(src) + spec.install.removeprefix(".")]
+        _run(args, f"install the Python {spec.python} environment", cwd=src, env={**env, **dict(spec.build_env)})
+        lock = subprocess.run([uv_binary(), "pip", "freeze", "--python", python], capture_output=True, text=True,
+                              env=env, timeout=120)
+        (dest / LOCK).write_text(lock.stdout.replace(str(src), REPO))
+        _point_at_repo(site_packages(dest), src)
+    finally:
+        shutil.rmtree(src, ignore_errors=True)
 
 
 def _source_tree(spec: EnvSpec, cache_dir: Path, src: Path) -> None:
