@@ -21,6 +21,7 @@ from typing import Any
 from coderl.data.common import BuildReport, Drop, convert, read_rows, seeded_split, write_jsonl, write_parquet
 from coderl.errors import BadRequest
 from coderl.sandbox.image_rootfs import USER_SPEC
+from coderl.swe.bytecode import compile_snapshot
 from coderl.swe.environment import EnvBuildError, build_env
 from coderl.swe.store import RepoStore, RepoUnavailable
 from coderl.swe.task import InvalidTask, RepoTask
@@ -127,6 +128,7 @@ def build_swe(source: str, out: str | Path, *, repos_dir: str | Path | None, cac
                 env_dir = build_env(task.env, cache, find_links=links)
             except EnvBuildError as exc:
                 raise Drop("environment cannot be built", f"{task.instance_id}: {exc}") from exc
+            compile_snapshot(snapshot, env_dir)  # the episodes' first import: no compile
         return swe_row(task, snapshot, env_dir, repos, cache), task.to_row()
 
     pairs = list(convert(report, read_rows(source, limit=limit), one, "swe"))

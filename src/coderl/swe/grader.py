@@ -42,6 +42,7 @@ from pathlib import Path
 from coderl.cache import default_cache_dir
 from coderl.errors import SandboxError
 from coderl.sandbox.session import Session, SessionHost, SessionLimits
+from coderl.swe.bytecode import compile_snapshot
 from coderl.swe.environment import EnvBuildError, build_env
 from coderl.swe.grade_status import GradeStatus
 from coderl.swe.grading_run import INSIDE_DIR, base_tree, launch, locate_config, runner_repository, test_files
@@ -125,7 +126,15 @@ class RepoGrader:
         return list(await asyncio.gather(*(self.grade(task, diff) for task, diff in items)))
 
     async def prepare(self, task: RepoTask) -> tuple[Path, Path]:
-        """The task's snapshot and environment (built now when missing, off the event loop)."""
+        """The task's snapshot and environment for an episode (built now when missing, off the event
+        loop), the snapshot's byte code compiled for the environment's Python (``swe.bytecode``: an
+        episode's first import compiles nothing)."""
+        snapshot, env = await self._built(task)
+        await asyncio.to_thread(compile_snapshot, snapshot, env)
+        return snapshot, env
+
+    async def _built(self, task: RepoTask) -> tuple[Path, Path]:
+        """The snapshot and environment alone: a grading run never reads a work tree's byte code."""
         snapshot = await asyncio.to_thread(self.store.snapshot, task.repo, task.base_commit)
         env = await asyncio.to_thread(build_env, task.env, self.env_cache, find_links=self.find_links)
         return snapshot, env
@@ -140,7 +149,7 @@ class RepoGrader:
             ungradable = runner_repository(base)
             if ungradable:
                 return outcome(GradeStatus.SANDBOX_ERROR, ungradable, tests_touched=touched)
-            snapshot, env = await self.prepare(task)
+            snapshot, env = await self._built(task)
             rootdir, inifile = await asyncio.to_thread(locate_config, env, snapshot, tuple(test_files(task)))
             command, spec = launch(task, env, rootdir, inifile)
         except (RepoUnavailable, EnvBuildError, InvalidTask) as exc:
