@@ -13,6 +13,8 @@ from typing import Any
 
 #: the host ids a pod's user namespace starts at, as the kubelet picks them (a multiple of 65536)
 USERNS_BASE = 65536 * 8
+#: what every Secret key a container reads stands for here (the API token: docs/deploy.md)
+SECRET_VALUE = "pod-as-container-secret"
 
 _POD_FIELDS = {"hostUsers", "automountServiceAccountToken", "enableServiceLinks", "terminationGracePeriodSeconds",
                "securityContext", "containers", "volumes",
@@ -60,5 +62,7 @@ def container_options(pod_spec: dict[str, Any]) -> list[str]:
         assert set(volume) - {"name"} <= {"emptyDir", "persistentVolumeClaim", "hostPath"}, f"volume {volume}: no translation"
         options += ["--tmpfs", mount["mountPath"]]
     for env in c.get("env", []):
-        options += ["-e", f"{env['name']}={env['value']}"]
+        secret = env.get("valueFrom", {}).get("secretKeyRef")
+        assert secret or "valueFrom" not in env, f"env {env}: no translation"
+        options += ["-e", f"{env['name']}={SECRET_VALUE if secret else env['value']}"]
     return options

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from tests.deploy import manifests as m
-from tests.deploy.pod_as_container import USERNS_BASE, container_options
+from tests.deploy.pod_as_container import SECRET_VALUE, USERNS_BASE, container_options
 from tests.docker.engine import VERSION, build, container, engine, engine_env, run, wait_ready
 from tests.helpers.service import free_port
 
@@ -37,7 +37,7 @@ def pod():
                    c["image"], *c["args"]) as name:
         url = f"http://127.0.0.1:{port}"
         wait_ready(url, name)
-        with httpx.Client(base_url=url, timeout=120) as client:
+        with httpx.Client(base_url=url, timeout=120, headers={"X-Coderl-Token": SECRET_VALUE}) as client:
             yield client, c
 
 
@@ -55,6 +55,7 @@ def test_programs_run_isolated_in_the_pods_settings(pod):
     ran = client.post("/v1/run", json={"language": "python", "code": "print(6 * 7)"}).json()
     assert ran["run"]["status"] == "ok" and ran["run"]["stdout"].strip() == "42", ran
     assert client.get("/v1/capabilities").json()["isolation"] == "bwrap"
+    assert client.get("/v1/capabilities", headers={"X-Coderl-Token": "not-the-secret"}).status_code == 401
 
 
 def test_the_service_runs_as_the_pods_user_in_its_own_user_namespace(pod):
@@ -113,13 +114,13 @@ def sessions_pod():
                    c["image"], *c["args"]) as name:
         url = f"http://127.0.0.1:{port}"
         wait_ready(url, name, timeout=600)
-        with httpx.Client(base_url=url, timeout=120) as client:
+        with httpx.Client(base_url=url, timeout=120, headers={"X-Coderl-Token": SECRET_VALUE}) as client:
             yield client, c, name
 
 
 def test_session_pod_serves_with_its_capacity_and_warm_pool(sessions_pod):
     client, c, _ = sessions_pod
-    env = {e["name"]: e["value"] for e in c["env"]}
+    env = {e["name"]: e.get("value") for e in c["env"]}
     stats = client.get("/v1/sessions").json()
     assert stats["capacity"] == int(env["CODERL_SESSIONS_MAX"]) and stats["pool"]["size"] == int(env["CODERL_SESSION_POOL"])
     ran = client.post("/v1/run", json={"language": "python", "code": "import os; print(os.getuid())"}).json()
