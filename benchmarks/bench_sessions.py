@@ -32,12 +32,13 @@ task of coderl's own set (full boundary, cgroups, overlay per episode).
 `coderl data swe-bench`, their ``--repos`` and ``--cache`` (the environments built there); for the
 tiny task and each ``--instance`` (default sympy__sympy-24102, the biggest tree of SWE-bench Lite),
 the tree's size, open + first command (``true``) and close, sequential p50/p90, and once per
-session the first and second ``python -c 'import <package>'`` in the task's environment (no byte
-code in a fresh tree: the first compiles the package into the episode's layer) and the diff capture
-at the end.
+of ``--episodes`` sessions the first and second ``python -c 'import <package>'`` in the task's
+environment, with the snapshot's byte code (compiled once, issue 49) and without it (a pycache
+prefix of the episode's own: what every episode paid before), and the diff capture of a one-line
+change from the episode's upper layer beside the whole-tree comparison it replaced (medians).
 
     nice -n 19 python benchmarks/bench_sessions.py --real-tasks ROWS/tasks.jsonl --repos DIR --cache DIR
-        [--instance ID ...] [--starts 10]
+        [--instance ID ...] [--starts 10] [--episodes 5]
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ import time
 from pathlib import Path
 
 from coderl.cache import default_cache_dir
+from coderl.sandbox import upper_changes
 from coderl.sandbox.session import SessionHost, SessionLimits
 from coderl.swe.grader import RepoGrader, test_command
 from coderl.swe.grading_run import test_files
@@ -137,6 +139,43 @@ async def start_costs(host: SessionHost, snapshot: Path, env: Path, n: int,
     return opens, closes
 
 
+async def episode_costs(host: SessionHost, snapshot: Path, env: Path, package: str, edited: str,
+                        n: int) -> tuple[list[float], list[float | int]]:
+    """Medians over ``n`` episodes (ms): the first and second ``import <package>`` with the snapshot's
+    byte code, then the same without it (``PYTHONPYCACHEPREFIX``: the episode compiles, as every
+    episode did before issue 49); the diff capture of a one-line change from the upper layer, and
+    comparing the whole tree (what it did before), and the diff's size."""
+    timed: list[list[float]] = [[] for _ in range(6)]
+    size = 0
+    for _ in range(n):
+        s = await host.open(snapshot, env_dir=env, limits=LIMITS)
+        try:
+            for i, prefix in enumerate(("", "PYTHONPYCACHEPREFIX=/tmp/pyc ")):
+                for j in range(2):
+                    t0 = time.perf_counter()
+                    r = await s.exec(f"{prefix}python -c 'import {package}'")
+                    timed[2 * i + j].append(1000 * (time.perf_counter() - t0))
+                    assert r.ok, r.stderr
+            await s.exec(f"echo '# bench' >> {edited}")
+            await s._kill()
+            t0 = time.perf_counter()
+            diff = await host.capture_diff(s)
+            timed[4].append(1000 * (time.perf_counter() - t0))
+            real = upper_changes.changed_paths
+            upper_changes.changed_paths = lambda *a: None  # type: ignore[assignment]  # the whole tree
+            try:
+                t0 = time.perf_counter()
+                assert await host.capture_diff(s) == diff
+                timed[5].append(1000 * (time.perf_counter() - t0))
+            finally:
+                upper_changes.changed_paths = real  # type: ignore[assignment]
+            size = len(diff)
+        finally:
+            await s.close()
+    med = [statistics.median(t) for t in timed]
+    return med[:4], [med[4], med[5], size]
+
+
 def top_package(patch: str) -> str:
     """What the gold patch's first file belongs to: ``sympy/core/x.py`` -> sympy, ``src/flask/a.py``
     -> flask, ``cipher.py`` -> cipher."""
@@ -169,22 +208,16 @@ async def real_starts(args: argparse.Namespace) -> None:
             package = top_package(task.gold_patch)
             opens, closes = await start_costs(host, snapshot, env, args.starts)
             q = statistics.quantiles(opens, n=10)
-            s = await host.open(snapshot, env_dir=env, limits=LIMITS)
-            t0 = time.perf_counter()
-            imported = await s.exec(f"python -c 'import {package}'")
-            t1 = time.perf_counter()
-            await s.exec(f"python -c 'import {package}'")
-            again = time.perf_counter() - t1
-            await s.exec(f"echo '# bench' >> {test_files(task)[0]}")
-            t2 = time.perf_counter()
-            diff = await s.finish()
-            t3 = time.perf_counter()
-            await s.close()
+            imports, diffs = await episode_costs(host, snapshot, env, package, test_files(task)[0], args.episodes)
             print(f"{task.instance_id}: {files} files, {du_mib(snapshot):.0f} MiB tree; open + first command "
                   f"p50 {statistics.median(opens):.1f} ms, p90 {q[8]:.1f} ms ({args.starts} sequential); close p50 "
-                  f"{statistics.median(closes):.1f} ms; first `import {package}` {1000 * (t1 - t0):.0f} ms "
-                  f"(exit {imported.exit_code}), the second {1000 * again:.0f} ms; diff capture of a one-line change {1000 * (t3 - t2):.0f} ms "
-                  f"({len(diff)} bytes)")
+                  f"{statistics.median(closes):.1f} ms")
+            print(f"  `import {package}`, median of {args.episodes} episodes: first / second {imports[0]:.0f} / "
+                  f"{imports[1]:.0f} ms ({imports[0] / imports[1]:.2f}x) with the snapshot's byte code; "
+                  f"{imports[2]:.0f} / {imports[3]:.0f} ms ({imports[2] / imports[3]:.2f}x) without (a pycache "
+                  f"prefix of its own: the episode compiles)")
+            print(f"  diff capture of a one-line change, median: {diffs[0]:.0f} ms from the upper layer, "
+                  f"{diffs[1]:.0f} ms comparing the whole tree ({diffs[2]} bytes)")
     print(f"load average at the end: {os.getloadavg()}")
 
 
@@ -357,6 +390,7 @@ if __name__ == "__main__":
     parser.add_argument("--repos", help="with --real-tasks: the mirrors or bundles the rows come from")
     parser.add_argument("--cache", help="with --real-tasks: snapshots and environments (the rows' --cache)")
     parser.add_argument("--instance", nargs="+", default=["sympy__sympy-24102"], help="with --real-tasks")
+    parser.add_argument("--episodes", type=int, default=5, help="with --real-tasks: episodes per import/diff median")
     parsed = parser.parse_args()
     if parsed.concurrency is None:
         parsed.concurrency = [16, 128, 512] if parsed.remote else [8, 32, 64]
