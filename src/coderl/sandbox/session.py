@@ -549,6 +549,7 @@ class SessionHost:
     async def capture_diff(self, session: Session) -> str:
         """The episode's change against the pristine commit, made by our git in a fresh sandbox
         (see the module docstring). The episode's processes must be dead already."""
+        pristine = session.pristine_git or session.repo_dir.resolve() / ".git"
         changed = None if session.layer is None else await asyncio.to_thread(
             upper_changes.changed_paths, session.layer.upper,
             str((session.work_tree or session.layer.merged).relative_to(session.layer.merged)))
@@ -557,27 +558,28 @@ class SessionHost:
         git = " ".join(["git", "-c", "safe.directory=*", "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null",
                         "-c", "core.quotePath=true", "-c", "core.excludesFile=/tmp/exclude"])
         # Only the paths the upper layer holds are compared (upper_changes): every other tracked
-        # file is marked skip-worktree, so git takes the index's entry (HEAD's) without reading it;
-        # the paths come on stdin, NUL-separated, and are literal (GIT_LITERAL_PATHSPECS).
-        narrow = (f"{git} ls-files -z > /tmp/all && {git} update-index -z --skip-worktree --stdin < /tmp/all && "
-                  f"xargs -0 -r {git} ls-files -z -- < /tmp/changed > /tmp/keep && "
-                  f"{git} update-index -z --no-skip-worktree --stdin < /tmp/keep && ") if changed is not None else ""
+        # file is marked skip-worktree, so git takes the index's entry (HEAD's) without reading it.
+        # Those come on stdin, NUL-separated (the pristine repository's own list, less the written).
+        skip = b""
+        if changed is not None:
+            tracked = await asyncio.to_thread(upper_changes.tracked_paths, str(pristine))
+            skip = b"".join(path + b"\0" for path in upper_changes.unchanged(tracked, changed))
+        narrow = f"{git} update-index -z --skip-worktree --stdin < /tmp/skip && " if skip else ""
         script = (
             # an index without stat data (read-tree): every file compared is compared by content, since
             # an edit in the second of the checkout that keeps the size would pass a stat check
             # (git's complaints go to a file: only their tail reaches the pipe, which nobody drains);
             # byte code is never part of a change (a snapshot holds compiled byte code, untracked)
-            "exec 3>&2 2>/tmp/err; cat > /tmp/changed && printf '__pycache__/\\n*.py[co]\\n' > /tmp/exclude && "
+            "exec 3>&2 2>/tmp/err; cat > /tmp/skip && printf '__pycache__/\\n*.py[co]\\n' > /tmp/exclude && "
             f"mkdir -p /tmp/objects && {git} read-tree HEAD && {narrow}{git} add -A && "
             f"{git} diff --cached --binary --no-color --no-ext-diff --no-textconv --no-renames HEAD"
             " || { s=$?; tail -c 400 /tmp/err >&3; exit $s; }"
         )
         env = {"GIT_DIR": "/git", "GIT_WORK_TREE": REPO, "GIT_INDEX_FILE": "/tmp/index",
                "GIT_OBJECT_DIRECTORY": "/tmp/objects", "GIT_ALTERNATE_OBJECT_DIRECTORIES": "/git/objects",
-               "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_LITERAL_PATHSPECS": "1"}
+               "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null"}
         argv = self._argv(session.work_tree or session.layer.merged, session.limits, [], [], [], repo_ro=True,
-                          setenv=env, pristine_git=session.pristine_git or session.repo_dir.resolve() / ".git",
-                          command=["/bin/sh", "-c", script])
+                          setenv=env, pristine_git=pristine, command=["/bin/sh", "-c", script])
         proc, oom_fd = await self._spawn(argv, session.cgroup)
         if oom_fd is not None:
             os.close(oom_fd)
@@ -585,7 +587,7 @@ class SessionHost:
         try:
             async with asyncio.timeout(_CAPTURE_TIMEOUT_S):
                 with contextlib.suppress(OSError, RuntimeError):  # a sandbox gone early: its exit says why
-                    proc.stdin.write(b"".join(path + b"\0" for path in changed or ()))
+                    proc.stdin.write(skip)
                     await proc.stdin.drain()
                 proc.stdin.close()
                 data = bytearray()  # read(n) returns what has arrived, so the cap is checked per chunk

@@ -13,8 +13,10 @@ agent wrote. Anything it cannot tell (an attribute it may not read) gives None: 
 from __future__ import annotations
 
 import errno
+import functools
 import os
 import stat
+import subprocess
 from pathlib import Path
 
 _WHOLE_DIR_XATTRS = ("trusted.overlay.opaque", "trusted.overlay.redirect")
@@ -70,3 +72,26 @@ def _whole(path: bytes | Path) -> bool:
             raise _Unknown(str(exc)) from exc
         return True
     return False
+
+
+def unchanged(tracked: tuple[bytes, ...], changed: list[bytes]) -> list[bytes]:
+    """The tracked paths that ``changed`` leaves as the pristine tree has them: neither a changed
+    path nor under a changed directory."""
+    written = set(changed)
+
+    def touched(path: bytes) -> bool:
+        parts = path.split(b"/")
+        return any(b"/".join(parts[:i]) in written for i in range(1, len(parts) + 1))
+
+    return [path for path in tracked if not touched(path)]
+
+
+@functools.lru_cache(maxsize=256)
+def tracked_paths(git_dir: str) -> tuple[bytes, ...]:
+    """The files HEAD of a pristine repository (a snapshot's ``.git``: ours, never an episode's)
+    tracks; read once per repository with our own git, no config."""
+    out = subprocess.run(["git", "--git-dir", git_dir, "ls-tree", "-r", "-z", "--name-only", "--full-tree", "HEAD"],
+                         capture_output=True, check=True, timeout=120,
+                         env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "GIT_CONFIG_NOSYSTEM": "1",
+                              "GIT_CONFIG_GLOBAL": "/dev/null"}).stdout
+    return tuple(path for path in out.split(b"\0") if path)
