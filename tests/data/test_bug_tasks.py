@@ -160,7 +160,9 @@ def test_the_commands_refuse_bad_input_in_one_line(tmp_path):
     (tmp_path / "m").mkdir()
     (tmp_path / "m" / f"{H11}.bundle").symlink_to(SMITH / f"{H11}.bundle")
     with pytest.raises(BadRequest, match="--instances: no such branch"):
-        build_swe_smith(tmp_path / "m", tmp_path / "o", cache_dir=tmp_path / "c", instances=["nope"])
+        build_swe_smith(tmp_path / "m", tmp_path / "o", cache_dir=tmp_path / "c", instances=["nope"], build_envs=True)
+    with pytest.raises(BadRequest, match="pass --build-envs"):
+        build_swe_smith(tmp_path / "m", tmp_path / "o", cache_dir=tmp_path / "c")
     with pytest.raises(BadRequest, match="no environment for"):  # no repos.json beside the link
         build_synth(tmp_path / "m" / f"{H11}.bundle", "main", tmp_path / "o", cache_dir=tmp_path / "c")
     with pytest.raises(BadRequest, match="--commit nope: not a commit"):

@@ -82,18 +82,11 @@ class RepoBuilder:
     def env_spec(self, clean_commit: str) -> EnvSpec:
         return EnvSpec.from_value({**self.spec.to_dict(), "source": f"{self.repo}@{clean_commit}"})
 
-    def environment(self, clean_commit: str, build: bool) -> Path:
-        """The environment of rows on ``clean_commit`` (built from its tree), built now only with ``build``."""
+    def environment(self, clean_commit: str) -> Path:
+        """The environment of rows on ``clean_commit`` (built from its tree; once, then cached)."""
         if clean_commit not in self._env:
             self.store.snapshot(self.repo, clean_commit)  # the environment's source tree
-            spec = self.env_spec(clean_commit)
-            if not build:
-                from coderl.swe.environment import env_key
-
-                ready = self.cache / "envs" / env_key(spec) / "READY"
-                if not ready.is_file():
-                    raise Drop(f"the environment of {self.repo} is not built (pass --build-envs)")
-            self._env[clean_commit] = build_env(spec, self.cache)
+            self._env[clean_commit] = build_env(self.env_spec(clean_commit), self.cache)
         return self._env[clean_commit]
 
     async def clean_run(self, clean_commit: str, env_dir: Path) -> Census:

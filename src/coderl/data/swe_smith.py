@@ -159,6 +159,9 @@ def build_swe_smith(mirrors_dir: str | Path, out: str | Path, *, cache_dir: str 
     mirrors_path, cache, out = Path(mirrors_dir).resolve(), Path(cache_dir).resolve(), Path(out).resolve()
     if not mirrors_path.is_dir():
         raise BadRequest(f"--mirrors {mirrors_path}: no such directory")
+    if not build_envs:
+        raise BadRequest("swe-smith runs every branch's tests to find FAIL_TO_PASS: pass --build-envs (each "
+                         "repository's environment is built once and cached)")
     mirrors = find_mirrors(mirrors_path)
     if not mirrors:
         raise BadRequest(f"--mirrors {mirrors_path}: no <owner>__<name>.<sha8> bundle or git directory")
@@ -178,7 +181,7 @@ def build_swe_smith(mirrors_dir: str | Path, out: str | Path, *, cache_dir: str 
         if not chosen:
             continue
         stats = asyncio.run(_mirror_rows(mirror, source, chosen, spec_entries.get(mirror), out, cache, given,
-                                         build_envs, jobs, rows, report))
+                                         jobs, rows, report))
         report["mirrors"][mirror] = {"branches": len(branches), **stats}
     if wanted - seen:
         raise BadRequest(f"--instances: no such branch in {mirrors_path}: {', '.join(sorted(wanted - seen)[:5])}")
@@ -197,7 +200,7 @@ def build_swe_smith(mirrors_dir: str | Path, out: str | Path, *, cache_dir: str 
 
 
 async def _mirror_rows(mirror: str, source: Path, branches: list[str], entry: dict[str, Any] | None, out: Path,
-                       cache: Path, statements: dict[str, str], build_envs: bool, jobs: int,
+                       cache: Path, statements: dict[str, str], jobs: int,
                        rows: list[dict[str, Any]], report: dict[str, Any]) -> dict[str, Any]:
     """The rows of one mirror's chosen branches (appended to ``rows``); its counts per layout."""
     t0 = time.monotonic()
@@ -218,32 +221,48 @@ async def _mirror_rows(mirror: str, source: Path, branches: list[str], entry: di
     async with SessionHost() as host:
         builder = RepoBuilder(repo, out / "repos", cache, spec, test_cmd, host, statements=statements)
 
-        async def one(branch: str) -> None:
+        # the candidates, then each clean commit's environment, one at a time (an environment is
+        # built once; two builds of it at once in one process would race), then the suites
+        ready: list[tuple[BugCandidate, Path]] = []
+        envs: dict[str, Path | str] = {}
+        for branch in branches:
             layout = "unknown"
+            try:
+                cand = candidate(source, branch)
+                layout = cand.meta["layout"]
+                clean = builder.import_commit(source, cand.clean_commit)
+                if clean not in envs:
+                    try:
+                        envs[clean] = await asyncio.to_thread(builder.environment, clean)
+                    except CoderlError as exc:
+                        envs[clean] = f"{type(exc).__name__}: {str(exc)[:500]}"
+                    report["environments"].setdefault(repo, {})[clean] = str(envs[clean])
+                if isinstance(envs[clean], str):
+                    raise Drop(f"the environment cannot be built: {envs[clean]}")
+                ready.append((BugCandidate(**{**cand.__dict__, "clean_commit": clean}), Path(envs[clean])))
+            except Drop as why:
+                drop(branch, layout, str(why))
+            except CoderlError as exc:
+                drop(branch, layout, f"{type(exc).__name__}: {str(exc)[:500]}")
+
+        async def one(cand: BugCandidate, env_dir: Path) -> None:
+            layout = cand.meta["layout"]
             async with gate:
                 try:
-                    cand = candidate(source, branch)
-                    layout = cand.meta["layout"]
-                    clean = builder.import_commit(source, cand.clean_commit)
-                    cand = BugCandidate(**{**cand.__dict__, "clean_commit": clean})
-                    if clean not in report["environments"].get(repo, {}):
-                        report["environments"].setdefault(repo, {})[clean] = "building"
-                    env_dir = await asyncio.to_thread(builder.environment, clean, build_envs)
-                    report["environments"][repo][clean] = str(env_dir)
                     row = await builder.row(cand, env_dir)
                 except Drop as why:
-                    drop(branch, layout, str(why))
+                    drop(cand.instance_id, layout, str(why))
                     return
                 except CoderlError as exc:
-                    drop(branch, layout, f"{type(exc).__name__}: {str(exc)[:500]}")
+                    drop(cand.instance_id, layout, f"{type(exc).__name__}: {str(exc)[:500]}")
                     return
             rows.append({**row, "mirror": mirror})
             c = counts.setdefault(layout, {"sampled": 0, "kept": 0})
             c["sampled"] += 1
             c["kept"] += 1
-            print(f"swe-smith: kept {branch} ({len(row['FAIL_TO_PASS'])} failing tests)", flush=True)
+            print(f"swe-smith: kept {cand.instance_id} ({len(row['FAIL_TO_PASS'])} failing tests)", flush=True)
 
-        await asyncio.gather(*(one(b) for b in branches))
+        await asyncio.gather(*(one(c, e) for c, e in ready))
     rows.sort(key=lambda r: r["instance_id"])
     return {"repo": repo, "layouts": counts, "wall_s": round(time.monotonic() - t0, 1), "suite_runs": builder.runs,
             "suite_run_s": round(builder.run_s, 1)}

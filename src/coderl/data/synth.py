@@ -93,7 +93,7 @@ async def _synth(source: Path, commit: str, repo: str, spec: Any, test_cmd: str,
         builder = RepoBuilder(repo, out / "repos", cache, spec, test_cmd, host, max_failing=max_failing,
                               statements=statements)
         clean = builder.import_commit(source, commit)
-        env_dir = await asyncio.to_thread(builder.environment, clean, True)
+        env_dir = await asyncio.to_thread(builder.environment, clean)
         candidates = [(f, m) for f in library_files(builder.work, clean)
                       for m in mutations(git("show", f"{clean}:{f}", cwd=builder.work).encode())]
         random.Random(f"{seed}/{stem}").shuffle(candidates)
