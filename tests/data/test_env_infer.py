@@ -71,6 +71,9 @@ def test_what_cannot_be_inferred_is_refused_with_the_reason(tmp_path):
     setup = "from setuptools import setup, Extension\nsetup(name='c', ext_modules=[Extension('c', ['c.c'])])\n"
     with pytest.raises(EnvBuildError, match="builds code of its own.*ext_modules"):
         infer_env(project(tmp_path / "b", {"setup.py": setup}), source="", resolved_at="2023-01-01T00:00:00Z")
+    optional = ("import os\nfrom setuptools import setup\nEXT = None\nif os.getenv('X'):\n    EXT = ['m.py']\n"
+                "setup(name='o', ext_modules=EXT)\n")  # an optional compile (charset_normalizer's mypyc)
+    assert infer_env(project(tmp_path / "d", {"setup.py": optional}), source="", resolved_at="2023-06-01T00:00:00Z")
     with pytest.raises(EnvBuildError, match="builds code of its own.*Cython"):
         infer_env(project(tmp_path / "c", {"setup.py": "from setuptools import setup\nsetup(name='p')\n",
                                            "pkg/fast.pyx": ""}), source="", resolved_at="2023-01-01T00:00:00Z")

@@ -169,9 +169,23 @@ def _setup_call(text: str) -> dict[str, object]:
                     try:
                         out[kw.arg] = ast.literal_eval(kw.value)
                     except (ValueError, TypeError, SyntaxError, RecursionError):
-                        out[kw.arg] = None if kw.arg != "ext_modules" else "not literal"
+                        out[kw.arg] = None if kw.arg != "ext_modules" else _ext_modules(module, kw.value)
             return out
     return {}
+
+
+def _ext_modules(module: ast.Module, value: ast.expr) -> object:
+    """A non-literal ``ext_modules``: None when it is a name the module also sets to None or ``[]``
+    (an optional compile, e.g. charset_normalizer's mypyc switch: the pure-Python build is the
+    default), else a marker that the project builds code of its own."""
+    if isinstance(value, ast.Name):
+        for node in ast.walk(module):
+            sets_it = isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == value.id
+                                                           for t in node.targets)
+            if sets_it and (isinstance(node.value, ast.Constant) and node.value.value is None
+                            or isinstance(node.value, ast.List) and not node.value.elts):
+                return None
+    return "not literal"
 
 
 def _tox_deps(tree: Path) -> list[str]:
