@@ -20,8 +20,9 @@ from coderl.cache import exclusive_file, private_dir
 from coderl.errors import EnvBuildError, SandboxError, UntrustedInput
 from coderl.sandbox import image_session
 from coderl.sandbox.build_box import run_boxed
-from coderl.swe.environment import run_pre_install
-from coderl.swe.request_rows import table_shell_fields, task_from_request
+from coderl.swe.env_tables import table_spec
+from coderl.swe.environment import build_env, run_pre_install
+from coderl.swe.request_rows import task_from_request
 from coderl.swe.task import EnvSpec
 
 ROW = {"instance_id": "x-1", "repo": "sphinx-doc/sphinx", "base_commit": "a" * 40, "FAIL_TO_PASS": ["t.py::t"]}
@@ -53,14 +54,23 @@ def test_an_operators_pre_install_runs_boxed(tmp_path):
 
 
 def test_a_request_may_carry_the_tables_shell_steps_only():
-    pre_install, install, build_env = next(f for f in table_shell_fields("sphinx-doc/sphinx") if f[0])
-    setup = {"python": "3.9", "pre_install": list(pre_install), "install": install, "build_env": dict(build_env)}
-    task = task_from_request({**ROW, "environment_setup": setup})
-    assert task.env.trusted and task.env.pre_install == pre_install
+    """Exactly the tables' spec for the row: trusted (the operator's environment, same key); the
+    tables' shell fields with other requirements: allowed, untrusted (wheels only); any other
+    shell field, or another repository's: refused."""
+    source = "sphinx-doc/sphinx@" + "a" * 40
+    exact = table_spec("sphinx-doc/sphinx", "3.5", source=source, resolved_at="2021-01-21T15:36:24Z")
+    assert exact is not None and exact.pre_install
+    task = task_from_request({**ROW, "environment_setup": exact.to_dict()})
+    assert task.env == exact and task.env.trusted
+    changed = {**exact.to_dict(), "requirements": [*exact.requirements, "pytest-xdist>=2"]}
+    task = task_from_request({**ROW, "environment_setup": changed})
+    assert task.env.pre_install == exact.pre_install and not task.env.trusted
     with pytest.raises(UntrustedInput, match="environment_setup.pre_install"):
-        task_from_request({**ROW, "environment_setup": {**setup, "pre_install": [*pre_install, "id"]}})
+        task_from_request({**ROW, "environment_setup": {**changed, "pre_install": [*exact.pre_install, "id"]}})
     with pytest.raises(UntrustedInput, match="environment_setup.pre_install"):  # another repository's steps
-        task_from_request({**ROW, "repo": "pallets/flask", "environment_setup": setup})
+        task_from_request({**ROW, "repo": "pallets/flask", "environment_setup": changed})
+    with pytest.raises(UntrustedInput, match="environment_setup.build_env"):  # checked again at the build
+        build_env(EnvSpec(python="3.9", build_env=(("LD_PRELOAD", "/x"),), trusted=False), Path("/nonexistent"))
     plain = task_from_request({**ROW, "environment_setup": {"python": "3.9", "requirements": ["pytest>=7; python_version>'3'"]}})
     assert not plain.env.trusted
 

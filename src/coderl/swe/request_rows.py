@@ -6,32 +6,33 @@ operator's own files (the CLI, the configured task sources, the trainer's data s
 SWE-bench trusts the specs its images are built from; a row in a request to the service is not
 (docs/deploy.md, "Who may call"). Such a row may name only what the node already trusts:
 
-- what the bundled environment tables (`coderl.swe.env_tables`) hold: a spec whose shell-bearing
-  fields are those of one of the row's repository's entries (its shell steps are then the node's
-  own text, and they run in the build sandbox all the same); its other fields are checked as
-  below, or
-- declarative fields: ``python``, ``requirements`` (names with version specifiers and markers: no
-  URL, path or option), ``resolved_at``, ``requirement_files`` and ``pythonpath`` (relative paths
-  in the tree), ``source`` (``owner/name@sha``: a snapshot of this node's mirrors). Such a spec is
-  marked untrusted (``EnvSpec.trusted``) and installed from wheels only, so no package's build
-  code runs either.
+- exactly what the bundled environment tables (`coderl.swe.env_tables`) give a row of its
+  repository with its source, date and requirement files (``coderl data swe-bench`` writes such
+  rows): built as the operator's data would be, the same environment under the same key;
+- otherwise declarative fields: ``python``, ``requirements`` (names with version specifiers and
+  markers: no URL, path or option), ``resolved_at``, ``requirement_files`` and ``pythonpath``
+  (relative paths in the tree), ``source`` (``owner/name@sha``: a snapshot of this node's
+  mirrors), and shell-bearing fields only as one of its repository's table entries has them (the
+  node's own text; ``pre_install`` runs in the build sandbox all the same). Such a spec is marked
+  untrusted (``EnvSpec.trusted``) and installed from wheels only, so no package's build code runs.
 
-``pre_install`` (shell), ``build_env`` (variables every build process sees, ``LD_PRELOAD`` among
-them) and ``install`` (the project's own build code) are refused with `UntrustedInput` naming the
-field, before anything runs. The row's ``repo`` must be a plain ``owner/name`` (it names a mirror
-of this node, never a path; the store checks ``base_commit``).
+Any other ``pre_install`` (shell), ``build_env`` (variables every build process sees,
+``LD_PRELOAD`` among them) or ``install`` (the project's own build code) is refused with
+`UntrustedInput` naming the field, before anything runs. The row's ``repo`` must be a plain
+``owner/name`` (it names a mirror of this node, never a path; the store checks ``base_commit``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
 
 from coderl.errors import UntrustedInput
-from coderl.swe.env_tables import env_tables, table_entry
+from coderl.swe.env_tables import env_tables, table_entry, table_spec
 from coderl.swe.task import EnvSpec, RepoTask
 
 _REPO = re.compile(r"^(?!\.\.?/)[A-Za-z0-9_.-]+/(?!\.\.?$)[A-Za-z0-9_.-]+$")  # no . or .. part
@@ -43,18 +44,30 @@ _SHELL_FIELDS = {
     "build_env": "variables every build process sees",
     "install": "the project's own build code",
 }
+_NO_SHELL: tuple[tuple[str, ...], str, tuple[tuple[str, str], ...]] = ((), "", ())
 
 
 def task_from_request(row: dict[str, Any]) -> RepoTask:
-    """The task a request's row stands for, its environment marked untrusted unless it is a
-    bundled table entry; `UntrustedInput` (400) naming the field when it asks for more."""
+    """The task a request's row stands for; `UntrustedInput` (400) naming the field when it asks
+    for more than the node trusts. Its environment stays trusted only when it is exactly what the
+    tables give for this row (``coderl data swe-bench`` makes such rows: the operator may have
+    built it already, under the same key); otherwise it is marked untrusted (wheels only)."""
     task = RepoTask.from_row(row)
     _plain_name(task.repo, "repo", _REPO, "owner/name")
-    if _shell_fields(task.env) in table_shell_fields(task.repo):
-        check_untrusted_spec(task.env, shell_allowed=True)
+    if is_table_spec(task.repo, task.env):
         return task
+    if _shell_fields(task.env) not in [_NO_SHELL, *table_shell_fields(task.repo)]:
+        _refuse_shell(task.env)
     check_untrusted_spec(task.env)
     return dataclasses.replace(task, env=dataclasses.replace(task.env, trusted=False))
+
+
+def is_table_spec(repo: str, spec: EnvSpec) -> bool:
+    """Whether ``spec`` is what the tables give a row of ``repo`` with its source, date and
+    requirement files (`env_tables.table_spec`), for one of the repository's versions."""
+    return any(table_spec(repo, version, source=spec.source, resolved_at=spec.resolved_at,
+                          has_file=lambda path: path in spec.requirement_files) == spec
+               for version in env_tables().get(repo, {}))
 
 
 def table_shell_fields(repo: str) -> list[tuple[tuple[str, ...], str, tuple[tuple[str, str], ...]]]:
@@ -68,19 +81,30 @@ def table_shell_fields(repo: str) -> list[tuple[tuple[str, ...], str, tuple[tupl
     return out
 
 
+@functools.cache
+def _every_tables_shell_fields() -> frozenset[tuple[tuple[str, ...], str, tuple[tuple[str, str], ...]]]:
+    return frozenset([_NO_SHELL, *(f for repo in env_tables() for f in table_shell_fields(repo))])
+
+
 def _shell_fields(spec: EnvSpec) -> tuple[tuple[str, ...], str, tuple[tuple[str, str], ...]]:
     return spec.pre_install, spec.install, spec.build_env
 
 
-def check_untrusted_spec(spec: EnvSpec, *, shell_allowed: bool = False) -> None:
-    """Raise `UntrustedInput` naming the first field of ``spec`` that only the operator may give
-    (``shell_allowed``: its shell-bearing fields are the tables' own, only the rest is checked)."""
-    for name, what in _SHELL_FIELDS.items():
-        if getattr(spec, name) and not shell_allowed:
-            raise UntrustedInput(
-                f"environment_setup.{name} is refused in a request: it runs {what} on the service's host, so only "
-                "the operator's task files may give it. A request names a bundled environment table entry or "
-                "declarative fields (python, requirements, requirement_files, resolved_at, pythonpath, source)")
+def _refuse_shell(spec: EnvSpec) -> None:
+    name, what = next((n, w) for n, w in _SHELL_FIELDS.items() if getattr(spec, n))
+    raise UntrustedInput(
+        f"environment_setup.{name} is refused in a request: it runs {what} on the service's host, so only the "
+        "operator's task files or the bundled environment tables may give it. A request names a table entry "
+        "of its repository or declarative fields (python, requirements, requirement_files, resolved_at, "
+        "pythonpath, source)")
+
+
+def check_untrusted_spec(spec: EnvSpec) -> None:
+    """Raise `UntrustedInput` naming the first field of an untrusted ``spec`` that only the operator
+    may give: shell-bearing fields other than a table entry's own, a requirement that is not a
+    name with specifiers, a path out of the tree, a malformed version, date or source."""
+    if _shell_fields(spec) not in _every_tables_shell_fields():
+        _refuse_shell(spec)
     for requirement in spec.requirements:
         _requirement(requirement)
     for field, paths in (("requirement_files", spec.requirement_files), ("pythonpath", spec.pythonpath)):
