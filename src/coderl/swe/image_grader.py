@@ -38,7 +38,10 @@ from coderl.swe.task import InvalidTask, RepoTask
 from coderl.swe.verdicts import decide
 
 DEFAULT_PYTHON = "python3"  # SWE-bench's images: /opt/miniconda3/envs/testbed/bin/python
-_PROBE = "import json, sys, sysconfig; print(json.dumps([sys.executable, sysconfig.get_paths()['purelib']]))"
+# the interpreter, its site-packages, and every directory of its install (symlinks resolved in the image)
+_PROBE = ("import json, os, sys, sysconfig; p = sysconfig.get_paths(); print(json.dumps([sys.executable, p['purelib'], "
+          "sorted({os.path.realpath(d) for d in (sys.prefix, sys.base_prefix, sys.exec_prefix, p['purelib'], "
+          "p['platlib'], p['stdlib'], p['platstdlib'])})]))")
 
 
 class ImageRepoGrader:
@@ -50,6 +53,7 @@ class ImageRepoGrader:
         local copy, else `ImageNotPulled`)."""
         self.host, self.cache_dir, self.limits, self.pull = host, cache_dir, limits, pull
         self._gate = asyncio.Semaphore(concurrency)
+        self._interpreters: dict[tuple, tuple[str, str, list[str]] | str] = {}
 
     async def grade(self, task: RepoTask, image_ref: str, diff: str, *, python: str = DEFAULT_PYTHON,
                     workdir: str | None = None, user: str | None = None) -> GradeResult:
@@ -65,24 +69,43 @@ class ImageRepoGrader:
                 workdir = os.path.normpath(where[0] or image.workdir)
                 pristine = await asyncio.to_thread(image.pristine_git, workdir)
                 base = await asyncio.to_thread(base_tree, pristine)
+                found = await self._interpreter(image, python, workdir, where[1])
+                if isinstance(found, str):
+                    return outcome(GradeStatus.SANDBOX_ERROR, found)
                 session = await self.host.open_image(image, workdir=workdir, user=where[1], limits=self.limits,
-                                                     ro_binds=[str(INSIDE_DIR)])
+                                                     ro_binds=[str(INSIDE_DIR)], ro_mounts=_read_only(image, found[2]))
             except (SandboxError, subprocess.CalledProcessError) as exc:
                 return outcome(GradeStatus.SANDBOX_ERROR, str(exc), tests_touched=touched)
             try:
-                return await self._run(task, image, session, (kept, touched), python, base, outcome)
+                return await self._run(task, image, session, (kept, touched), found[:2], base, outcome)
             except (SandboxError, InvalidTask) as exc:
                 return outcome(GradeStatus.SANDBOX_ERROR, str(exc), tests_touched=touched)
             finally:
                 await session.close()
 
+    async def _interpreter(self, image: ImageRoot, python: str, workdir: str,
+                           user: str | None) -> tuple[str, str, list[str]] | str:
+        """(the interpreter's path, its site-packages, the directories of its install) as the
+        pristine image has them, asked once per (image, interpreter, user) in a session of its own
+        (the grading session is opened with those directories read-only); or why not (the image's
+        fault: ``sandbox_error``)."""
+        key = (str(image.rootfs), python, workdir, user)
+        if key not in self._interpreters:
+            session = await self.host.open_image(image, workdir=workdir, user=user, limits=self.limits)
+            try:
+                probe = await session.exec(f"{shlex.quote(python)} -I -c {shlex.quote(_PROBE)}", timeout_s=60)
+            finally:
+                await session.close()
+            if probe.exit_code != 0:
+                return f"no {python} in the image: {probe.stderr.strip()[-300:]}"  # not kept: the image may be rebuilt
+            exe, site_packages, dirs = json.loads(probe.stdout)
+            self._interpreters[key] = (exe, site_packages, dirs)
+        return self._interpreters[key]
+
     async def _run(self, task: RepoTask, image: ImageRoot, session: Session, change: tuple[str, list[str]],
-                   python: str, base: dict[str, str], outcome: Outcome) -> GradeResult:
+                   interpreter: tuple[str, str], base: dict[str, str], outcome: Outcome) -> GradeResult:
         kept, touched = change
-        probe = await session.exec(f"{shlex.quote(python)} -I -c {shlex.quote(_PROBE)}", timeout_s=60)  # site: a venv's prefix
-        if probe.exit_code != 0:
-            return outcome(GradeStatus.SANDBOX_ERROR, f"no {python} in the image: {probe.stderr.strip()[-300:]}")
-        exe, site_packages = json.loads(probe.stdout)
+        exe, site_packages = interpreter
         files = test_files(task)
         located = await session.exec(" ".join(shlex.quote(a) for a in [exe, "-I", "-S", str(LAUNCHER), "locate",
                                                                          session.workdir, site_packages, *files]),
@@ -117,6 +140,23 @@ class ImageRepoGrader:
         return outcome(verdict.status, verdict.message, fail_to_pass=verdict.fail_to_pass,
                        pass_to_pass=verdict.pass_to_pass, findings=verdict.findings, tests_touched=touched,
                        log_tail=run.stderr[-4000:])
+
+
+def _read_only(image: ImageRoot, dirs: list[str]) -> list[tuple[str, str]]:
+    """The interpreter's install directories (``dirs``, resolved in the image), each bound
+    read-only from the pristine image over the session's own (outermost only): "trusted" paths,
+    whose code the reporter takes as the environment's, cannot be written by the code under test.
+    A directory that would hide the grader's own (bound at its host path) is left as it is."""
+    out: list[tuple[str, str]] = []
+    for path in sorted(dirs):
+        inside = os.path.normpath(path)
+        host = image.rootfs / inside.lstrip("/")
+        if inside == "/" or any(inside.startswith(top.rstrip("/") + "/") for _, top in out):
+            continue
+        if str(INSIDE_DIR).startswith(inside.rstrip("/") + "/") or not host.is_dir():
+            continue
+        out.append((str(host), inside))
+    return out
 
 
 def _inside(path: str | None, workdir: str) -> str | None:

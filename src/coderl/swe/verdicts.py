@@ -87,6 +87,8 @@ def read_stream(stdout: str, nonce: str) -> _Stream:
             record = json.loads(text)
             if record.get("seq") != len(out.records):
                 out.findings.append(f"record {record.get('seq')} out of sequence (expected {len(out.records)})")
+            if record.get("kind") == "forged":
+                out.findings.append(f"a record sent by code that is not the grader's ({record.get('by')})")
             out.records.append(record)
         else:
             out.findings.append(f"a line the supervisor did not write: {line[:120]!r}")
@@ -109,10 +111,10 @@ def decide(run: ExecResult, nonce: str, fail_to_pass: tuple[str, ...], pass_to_p
     per_test = _per_test(kinds)
     f2p = {t: per_test.get(t, ("missing", False))[0] for t in fail_to_pass}
     p2p = {t: per_test.get(t, ("missing", False))[0] for t in pass_to_pass}
-    cut = _cut_short(run)
+    cut = cut_short(run)
     if cut:  # the records may end in the middle of a line: what they hold is not judged
         return RunVerdicts(GradeStatus.UNRESOLVED, f2p, p2p, message=cut)
-    findings = [*stream.findings, *_consistency(kinds), *_files(kinds, stream.protected or {}, base)]
+    findings = [*stream.findings, *_order(records), *_consistency(kinds), *file_findings(kinds, stream.protected or {}, base)]
     why = _incomplete(stream, kinds, findings)
     if findings:
         return RunVerdicts(GradeStatus.TAMPERED, f2p, p2p, findings, "; ".join(findings)[:1000])
@@ -126,8 +128,10 @@ def _per_test(kinds: dict) -> dict[str, tuple[str, bool]]:
     """test id -> (pytest's status, or ``missing``; whether it counts as passing)."""
     marked = {r["id"]: r["xfail"] for r in kinds["item"]}
     phases: dict[str, dict[str, dict]] = defaultdict(dict)
+    failed_subtests = {r["id"] for r in kinds["report"] if r.get("sub") and r["outcome"] == "failed"}
     for r in kinds["report"]:
-        phases[r["id"]][r["when"]] = r
+        if not r.get("sub"):
+            phases[r["id"]][r["when"]] = r
     out = {}
     for test, xfail_marked in marked.items():
         got = phases.get(test, {})
@@ -148,8 +152,39 @@ def _per_test(kinds: dict) -> dict[str, tuple[str, bool]]:
             status = "FAILED"
         if status in PASSING and (teardown is None or teardown["outcome"] == "failed"):
             status = "ERROR" if teardown is not None else "missing"
+        if status in PASSING and test in failed_subtests:  # a subtest of it failed
+            status = "FAILED"
         out[test] = (status, status in PASSING or (status == "XFAIL" and xfail_marked))
     return out
+
+
+ONCE = ("start", "collected", "finish", "exit")  # the run's own records: each written once
+AFTER_FINISH = frozenset({"rewrite", "forged", "plugin", "exit"})  # what pytest's end may still bring
+
+
+def _order(records: list[dict]) -> list[str]:
+    """Records in an order only the reporter's run writes: the launcher's ``start`` first; the run's
+    own records once each; a test's item once, and a phase's report again only after pytest-
+    rerunfailures marked the earlier one ``rerun``; after ``finish`` only findings and ``exit``,
+    after ``exit`` nothing."""
+    found = []
+    if records and records[0].get("kind") != "start":
+        found.append(f"the first record is {records[0].get('kind')!r}, not the launcher's start")
+    seen: dict[tuple, str] = {}
+    finished = exited = False
+    for r in records:
+        kind = r.get("kind")
+        if exited or (finished and kind not in AFTER_FINISH):
+            found.append(f"a {kind!r} record after pytest {'exited' if exited else 'finished'}")
+        finished, exited = finished or kind == "finish", exited or kind == "exit"
+        key = (kind,) if kind in ONCE else (kind, r.get("id")) if kind == "item" else \
+            (kind, r.get("id"), r.get("when")) if kind == "report" and not r.get("sub") else None
+        if key is None:
+            continue
+        if key in seen and seen[key] != "rerun":
+            found.append(f"a second {kind!r} record{f' for {key[1]}' if len(key) > 1 else ''}")
+        seen[key] = r.get("outcome", "")
+    return found[:10]
 
 
 def _consistency(kinds: dict) -> list[str]:
@@ -157,7 +192,7 @@ def _consistency(kinds: dict) -> list[str]:
     found = []
     raised = {r["id"]: r["raised"] for r in kinds["call"]}
     for r in kinds["report"]:
-        if r["when"] != "call":
+        if r["when"] != "call" or r.get("sub"):
             continue
         if r["id"] not in raised:
             found.append(f"{r['id']}: a call report without the call")
@@ -173,7 +208,7 @@ def _consistency(kinds: dict) -> list[str]:
     return found
 
 
-def _files(kinds: dict, protected: dict, base: dict[str, str]) -> list[str]:
+def file_findings(kinds: dict, protected: dict, base: dict[str, str]) -> list[str]:
     """Every test module, plugin, conftest and runner-named file from the work tree must hold the
     base commit's bytes (the protected files: what they held before the run)."""
     found = []
@@ -200,7 +235,7 @@ def _files(kinds: dict, protected: dict, base: dict[str, str]) -> list[str]:
     return found
 
 
-def _cut_short(run: ExecResult) -> str:
+def cut_short(run: ExecResult) -> str:
     """Why the sandbox ended the run before it could finish ('' when it did not)."""
     if run.timed_out:
         return "tests timed out"

@@ -34,7 +34,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import importlib.util
-import itertools
 import json
 import os
 import secrets
@@ -147,12 +146,9 @@ def run_child(spec: dict, rec_w: int) -> None:
         os.dup2(rec_w, fd, inheritable=False)
         os.closerange(3, fd)
         os.closerange(fd + 1, 1 << 16)
-        key = spec.pop("nonce").encode()
         os.environ.clear()
         os.environ.update(spec["env"])
         repo_paths = _site(spec["site_packages"])
-        send = sender(fd, key)
-        del key
         try:
             import pluggy
             import pytest
@@ -160,6 +156,7 @@ def run_child(spec: dict, rec_w: int) -> None:
             sys.stderr.write(f"launcher: the task's environment has no pytest: {exc}\n")
             _exit(EXIT_NO_RUNNER)
         rewrites, reporter = _load("rewrites"), _load("reporter")
+        send = sender(fd, spec.pop("nonce").encode(), _own_code(rewrites))
         plugins = _env_plugins(spec["site_packages"])
         _import_runner_modules()
         trusted = (sys.base_prefix, sys.prefix, spec["site_packages"], os.path.dirname(os.path.abspath(__file__)))
@@ -208,18 +205,94 @@ def _site(site_packages: str) -> list[str]:
     return repo
 
 
-def sender(fd: int, key: bytes):  # type: ignore[no-untyped-def]
-    """``send(kind, **fields)``: one record, ``<hmac> <json>``, written whole to the records pipe."""
-    seq = itertools.count()
-    dumps, new, sha256, write = json.dumps, hmac.new, hashlib.sha256, os.write
+RECORD_EVENT = "coderl.grading.record"
+
+
+def sender(fd: int, key: bytes, own: list):  # type: ignore[no-untyped-def]
+    """``send(kind, **fields)``: one record, ``<hmac> <json>``, written whole to the records pipe.
+
+    The writer is an audit hook: ``send`` only raises the audit event ``RECORD_EVENT``. The hook
+    holds the key, the descriptor and the record count in its cells, and the garbage collector is
+    made to forget the hook, its cells and what they hold (``_untrack``): Python code cannot list or
+    remove audit hooks, so no object the code under test can reach (by ``gc``, attributes,
+    closures, its own frames) leads to them. The hook writes the record only when ``send`` was
+    called by the grader's own code (``own``: the code objects of the launcher and of the modules
+    it loaded, by identity); a record sent by any other code becomes a ``forged`` record naming
+    where that code claims to come from. Records are numbered by the hook, in the order written."""
+    import _thread
+
+    audit, getframe, dumps, write = sys.audit, sys._getframe, json.dumps, os.write
+    mac = _hmac_hex()
+    allowed = {id(code): code for code in own}
+    count = [0]
+    lock = _thread.allocate_lock()
+    sending: list = []
+
+    def hook(event: str, args: tuple) -> None:
+        if event != RECORD_EVENT:
+            return
+        try:
+            caller = getframe(2).f_code
+            genuine = getframe(1).f_code is sending[0] and allowed.get(id(caller)) is caller
+        except ValueError:  # raised from no frame of ours
+            caller, genuine = None, False
+        if genuine:
+            kind, fields = args
+        else:
+            kind, fields = "forged", {"by": str(getattr(caller, "co_filename", "?"))[-200:]}
+        with lock:
+            text = dumps({"seq": count[0], "kind": kind, **fields}, separators=(",", ":"), ensure_ascii=True).encode()
+            count[0] += 1
+            line = mac(key, text) + b" " + text + b"\n"
+            while line:
+                line = line[write(fd, line):]
 
     def send(kind: str, **fields: object) -> None:
-        text = dumps({"seq": next(seq), "kind": kind, **fields}, separators=(",", ":"), ensure_ascii=True).encode()
-        line = new(key, text, sha256).hexdigest().encode() + b" " + text + b"\n"
-        while line:
-            line = line[write(fd, line):]
+        audit(RECORD_EVENT, kind, fields)
 
+    sending.append(send.__code__)
+    _untrack(hook, hook.__closure__, *hook.__closure__, allowed, count, sending)
+    sys.addaudithook(hook)
     return send
+
+
+def _hmac_hex():  # type: ignore[no-untyped-def]
+    """``mac(key, text)``: HMAC-SHA256 in hex, as bytes, in one C call where the interpreter has it
+    (no ``hmac.HMAC`` object, holding the keyed state, ever exists in the process)."""
+    try:
+        from _hashlib import hmac_digest
+
+        return lambda key, text: hmac_digest(key, text, "sha256").hex().encode()
+    except ImportError:
+        return lambda key, text: hmac.new(key, text, hashlib.sha256).hexdigest().encode()
+
+
+def _untrack(*objects: object) -> None:
+    """``PyObject_GC_UnTrack`` of each object: ``gc.get_objects()`` and ``gc.get_referrers()`` never
+    return it again. Only for objects that live until the process ends (``os._exit``: no
+    finalization, so no deallocation of an untracked function or cell)."""
+    import _ctypes
+    import gc
+
+    class Object(_ctypes._SimpleCData):
+        _type_ = "O"
+
+    class Untrack(_ctypes.CFuncPtr):
+        _flags_ = _ctypes.FUNCFLAG_CDECL | _ctypes.FUNCFLAG_PYTHONAPI
+        _argtypes_ = (Object,)
+        _restype_ = None
+
+    untrack = Untrack(_ctypes.dlsym(_ctypes.dlopen(None), "PyObject_GC_UnTrack"))
+    for obj in objects:
+        if gc.is_tracked(obj):
+            untrack(obj)
+
+
+def _own_code(rewrites) -> list:  # type: ignore[no-untyped-def]
+    """The code objects of the grader: this launcher's and those of the modules it loaded
+    (``coderl_grading_*``), walked now, before any code of the repository runs."""
+    mine = [sys.modules[__name__], *(m for name, m in list(sys.modules.items()) if name.startswith("coderl_grading_"))]
+    return [code for module in mine for code in rewrites.module_codes(module)]
 
 
 def _pristine(rewrites, protected: list[str], wanted: list[str]):  # type: ignore[no-untyped-def]

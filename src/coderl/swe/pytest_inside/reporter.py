@@ -29,17 +29,19 @@ records make each known route visible instead (see docs/agent.md, the attack tab
 
 from __future__ import annotations
 
-import contextlib
-import inspect
+import functools
 import os
 import sys
 
 import pytest
+from _pytest.reports import TestReport
 
 MAX_OTHER_FAILURES = 50
+CODE, FUNCTION = type((lambda: None).__code__), type(lambda: None)
 # what a Reporter holds from start to end (the rest is counts and state it rebinds as it goes)
 FIXED_ATTRIBUTES = ("_send", "_wanted", "_repo", "_in_repo", "_trusted", "_blob", "_watched", "_runner_names", "_functions",
-                    "_ids", "_pristine", "_rewrites", "_is_trusted", "_is_repo", "_tests", "_closes", "watch")
+                    "_ids", "_pristine", "_rewrites", "_is_trusted", "_is_repo", "_tests", "_closes", "watch",
+                    "_prov", "_plugins", "_called", "_types", "_set_by_plugins")
 
 
 def real_prefixes(prefixes: tuple[str, ...]) -> tuple[str, ...]:
@@ -81,8 +83,15 @@ class Reporter:
         self._is_trusted, self._is_repo = rewrites.realpath_cache(self._trusted), rewrites.realpath_cache(self._in_repo)
         self._tests: set[str] = {os.path.realpath(os.path.join(repo, rel)) for rel in tests}
         self._closes: dict[str, list] = {}
-        self.watch = rewrites.Watch(send, self._is_trusted, self._is_test, self._rel)
+        # where code comes from, by identity (``rewrites.Provenance``): every decision below is made on
+        # code objects; the runner's and the grader's are walked now, before any code of the repository runs
+        self._prov = rewrites.Provenance(pristine, self._is_trusted, self._is_test, self._is_repo, list(watched.values()))
+        self.watch = rewrites.Watch(send, self._is_trusted, self._is_test, self._rel, self._prov)
         self._functions = _functions(watched)  # before any code of the repository has run
+        self._plugins: dict[int, object] = {}  # every plugin pytest registered, by identity
+        self._set_by_plugins: dict[int, list] = {}  # entry of _functions -> what the environment's plugins set
+        self._called: dict[str, list] = {}  # each wanted test's function and what it wraps, at the end of collection
+        self._types: dict[str, type] = {}  # and its item's class
         self._hooks: dict = {}
         self._ids: dict[str, str] = {}
         self._failures = self._setups = 0
@@ -91,11 +100,56 @@ class Reporter:
     # ------------------------------------------------------------------ what runs
     @pytest.hookimpl(tryfirst=True)
     def pytest_plugin_registered(self, plugin, manager) -> None:  # type: ignore[no-untyped-def]
+        """Each plugin's hook implementations, judged by their code objects (a class may claim any
+        ``__module__``, a module any ``__file__``): code of the environment passes, code of the
+        work tree sends its file for the host to compare with the base commit, code that is not
+        what the file it names compiles to is a finding. A module of the work tree with no hook
+        implementation still sends its file."""
         self._pm = manager
-        source = _source(plugin)
-        if source is not None and under(source, self._trusted):
-            return
-        self._send("plugin", **self._file(source))
+        self._plugins[id(plugin)] = plugin
+        files = []
+        if isinstance(plugin, type(sys)):
+            source = getattr(plugin, "__file__", None)
+            if source is None or not self._is_trusted(source):
+                files.append(source)
+        for impl in _impls(manager, plugin):
+            code = _code(impl.function)
+            where = None if code is None else self._prov.where(code)
+            if where is None:
+                self._send("rewrite", what=f"hook {impl.function!r:.80} of plugin {impl.plugin_name}: its code is not "
+                                           f"what {getattr(code, 'co_filename', '?')} compiles to")
+            elif where != "trusted":
+                files.append(code.co_filename)
+        for source in dict.fromkeys(files):
+            self._send("plugin", **self._file(source))
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_load_initial_conftests(self, early_config) -> None:  # type: ignore[no-untyped-def]
+        """The environment's plugins are imported (``-p``), no conftest yet: what they changed in
+        pytest as they loaded (hypothesis replaces ``FixtureFunctionMarker.__call__``) is part of
+        the environment, when the new function's code is the environment's own."""
+        self._prov.config = early_config
+        self._rebaseline()
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_configure(self, config) -> None:  # type: ignore[no-untyped-def]
+        """The plugins are configured: what they set in pytest then (pytest-subtests sets
+        ``TestCaseFunction.addSubTest``, and deletes it again at the end) is the environment's too,
+        when the new function's code is the environment's own."""
+        self._rebaseline()
+
+    def _rebaseline(self) -> None:
+        """Entries of ``_functions`` set since by the environment's code: the new value is accepted
+        at the end as well as the one before (pytest undoes its own ``legacypath`` patch of
+        ``Config`` when the run ends), and so is the attribute's deletion (a plugin undoing its
+        patch by deleting it)."""
+        for i, (_owner, where, key, value, code) in enumerate(self._functions):
+            now = where.get(key)
+            now_code = _code(now)
+            if (now is value and now_code is code) or now_code is None:
+                continue
+            if self._prov.where(now_code) == "trusted":
+                self._set_by_plugins.setdefault(i, []).append((now, now_code))
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collectstart(self, collector) -> None:  # type: ignore[no-untyped-def]
@@ -112,13 +166,16 @@ class Reporter:
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session) -> None:  # type: ignore[no-untyped-def]
+        self._prov.config = session.config
         for item in session.items:
             wanted = self._wanted_id(item)
             if wanted is not None:
                 self._ids[item.nodeid] = wanted
+                chain = _chain(item)
                 self._send("item", id=wanted, xfail=any(True for _ in item.iter_markers("xfail")),
-                           origin=self._origin(item))
-                self._closes[item.nodeid] = [self._rewrites.closes_over(f) for f in _chain(item)]
+                           origin=self._origin(wanted, chain))
+                self._called[item.nodeid], self._types[item.nodeid] = chain, type(item)
+                self._closes[item.nodeid] = [self._rewrites.closes_over(f) for f in chain]
         self._send("collected", n=len(session.items))
         self._hooks = _hook_impls(session.config.pluginmanager)
 
@@ -141,8 +198,10 @@ class Reporter:
         self._setups += report.when == "setup"
         wanted = self._ids.get(report.nodeid)
         if wanted is not None:
+            # a subtest's report (pytest-subtests, pytest 9): one of several for the phase, marked
+            sub = type(report) is not TestReport and getattr(report, "context", None) is not None
             self._send("report", id=wanted, when=report.when, outcome=report.outcome,
-                       xfail=hasattr(report, "wasxfail"))
+                       xfail=hasattr(report, "wasxfail"), **({"sub": True} if sub else {}))
         elif failed and self._failures <= MAX_OTHER_FAILURES:
             self._send("failure", id=report.nodeid, when=report.when)
 
@@ -170,14 +229,19 @@ class Reporter:
         rw = self._rewrites
         chain = _chain(item)
         if before:
-            for func in chain:
-                code = func.__code__
-                if self._is_repo(code.co_filename) and not self._pristine.holds(code, item.config):
-                    self._send("rewrite", what=f"{wanted}: its code is not what {self._rel(code.co_filename)} compiles to")
+            collected = self._called.get(item.nodeid, [])
+            if [id(f) for f in chain] != [id(f) for f in collected]:  # collected: held, so an id is that object
+                self._send("rewrite", what=f"{wanted}: the function pytest calls is not the one it collected")
+            shadowed = [name for name in list(vars(item)) if isinstance(getattr(type(item), name, None), FUNCTION)]
+            if type(item) is not self._types.get(item.nodeid) or shadowed:
+                self._send("rewrite", what=f"{wanted}: the item's class or its methods changed after collection "
+                                           f"({type(item).__name__}{', ' if shadowed else ''}{', '.join(shadowed)[:80]})")
+            for what in self._judged(wanted, chain)[0]:
+                self._send("rewrite", what=what)
             if [rw.closes_over(f) for f in chain] != self._closes.get(item.nodeid):
                 self._send("rewrite", what=f"{wanted}: what it closes over changed after collection")
         for hook in rw.hooks_now():
-            if not rw.trusted_hook(hook, self.watch.honest):
+            if not self._prov.honest(hook):
                 self._send("rewrite", what=f"{wanted}: a trace or profile function of the code under test is set "
                                            f"{'before' if before else 'after'} its call")
                 break
@@ -202,16 +266,50 @@ class Reporter:
         alt = os.path.relpath(path, self._repo) + rest
         return alt if alt in self._wanted else None
 
-    def _origin(self, item) -> dict | None:  # type: ignore[no-untyped-def]
-        """The file the test function's code comes from (decorators unwrapped), when it is not the
-        environment's: a test function swapped for one defined in the code under test shows here."""
-        func = getattr(item, "obj", None)
-        with contextlib.suppress(ValueError):  # a __wrapped__ cycle
-            func = inspect.unwrap(getattr(func, "__func__", func))
-        code = getattr(func, "__code__", None)
-        if code is None or under(code.co_filename, self._trusted):
-            return None
-        return self._file(code.co_filename)
+    def _origin(self, wanted: str, chain: list) -> dict | None:
+        """At the end of collection: the findings on what pytest will call (``_judged``), and the
+        file of the work tree the test's own function comes from, for the host to compare with
+        the base commit (a test function swapped for one defined in the code under test shows
+        there)."""
+        findings, test = self._judged(wanted, chain)
+        for what in findings:
+            self._send("rewrite", what=what)
+        return None if test is None else self._file(test.__code__.co_filename)
+
+    def _judged(self, wanted: str, chain: list) -> tuple[list[str], object]:
+        """(findings, the test's own function) for what pytest calls, judged on code objects: each
+        function's code must be what the file it names compiles to, or a generated proxy that
+        only forwards to the environment's code (hypothesis' ``@given``); the innermost must be
+        a function of the work tree (through such a proxy: the one its target closes over), not
+        the environment's or the standard library's standing in for the test; and a test its
+        file does not decorate must be what pytest calls, unwrapped (no wrapper of the
+        environment's put around it by the code under test)."""
+        if not chain:
+            return [], None
+        prov, findings, test = self._prov, [], None
+        for i, func in enumerate(chain):
+            code = func.__code__
+            where = prov.where(code)
+            innermost = i == len(chain) - 1
+            if where is None:
+                target = prov.forwarded(func)
+                if target is None:
+                    findings.append(f"{wanted}: its code is not what {self._rel(code.co_filename)} compiles to")
+                elif innermost:
+                    test = prov.inner(target, code)
+            elif innermost and where in ("test", "repo"):
+                test = func
+        if findings:
+            return findings, None
+        last = chain[-1].__code__
+        if test is None:
+            return [f"{wanted}: the function pytest collected is {last.co_name} of {self._rel(last.co_filename)}, "
+                    "not a function of the work tree"], None
+        if (len(chain) > 1 or test is not chain[-1]) and not prov.decorated(test.__code__):
+            outer = chain[0].__code__
+            findings.append(f"{wanted}: pytest calls {outer.co_name} of {self._rel(outer.co_filename)} around a test "
+                            "its file does not decorate")
+        return findings, test
 
     def _file(self, path: str | None) -> dict:
         if path is None:
@@ -250,8 +348,15 @@ class Reporter:
     def _functions_replaced(self) -> list[str]:
         """Functions and classes of pytest, pluggy and this plugin that are not what they were
         before the repository's code ran, and modules of theirs that sys.modules no longer holds."""
-        changed = [f"{owner}.{key}" for owner, where, key, value, code in self._functions
-                   if where.get(key) is not value or (code is not None and _code(value) is not code)]
+        changed = []
+        for i, (owner, where, key, value, code) in enumerate(self._functions):
+            accepted = [(value, code), *self._set_by_plugins.get(i, [])]
+            now = where.get(key)
+            if any(now is v and (c is None or _code(v) is c) for v, c in accepted):
+                continue
+            if i in self._set_by_plugins and key not in where:  # a plugin's own patch, deleted again
+                continue
+            changed.append(f"{owner}.{key}")
         changed += [f"sys.modules[{name!r}]" for name, mod in self._watched.items() if sys.modules.get(name) is not mod]
         return changed[:50]
 
@@ -265,8 +370,13 @@ class Reporter:
         changed = [f"hook {name}" for name, impls in self._hooks.items() if hooks.get(name) != impls]
         for name, caller in list(vars(self._pm.hook).items()):
             for impl in getattr(caller, "get_hookimpls", list)():
+                code = _code(impl.function)
                 if not _is_own(impl, name):
                     changed.append(f"hook {name} of {impl.plugin_name}")
+                elif self._plugins.get(id(impl.plugin)) is not impl.plugin:
+                    changed.append(f"hook {name} of {impl.plugin_name}, a plugin pytest never registered")
+                elif code is not None and self._prov.where(code) is None:
+                    changed.append(f"hook {name} of {impl.plugin_name}, code that is not what its file compiles to")
         return changed[:50]
 
 
@@ -277,6 +387,9 @@ def _chain(item) -> list:  # type: ignore[no-untyped-def]
     func = getattr(item, "obj", None)
     while func is not None and len(out) < 20:
         func = getattr(func, "__func__", func)
+        if isinstance(func, functools.partial):  # pytest collects a partial of a function too
+            func = func.func
+            continue
         if not hasattr(func, "__code__") or any(f is func for f in out):
             break
         out.append(func)
@@ -290,16 +403,6 @@ def _kind(exc: BaseException) -> str:
     if isinstance(exc, pytest.skip.Exception):
         return "skip"
     return "exit" if isinstance(exc, pytest.exit.Exception) else "error"
-
-
-def _source(plugin) -> str | None:  # type: ignore[no-untyped-def]
-    """The file a plugin's code comes from: a module's own; a class's module's (pytest 7 and 8
-    register ``legacypath``'s ``LegacyTmpdirPlugin`` class itself, whose type is ``type``, from
-    ``builtins``, which has no file); an instance's class's module's."""
-    if isinstance(plugin, type(sys)):
-        return getattr(plugin, "__file__", None)
-    owner = plugin if isinstance(plugin, type) else type(plugin)
-    return getattr(sys.modules.get(owner.__module__), "__file__", None)
 
 
 def _functions(modules: dict) -> list[tuple]:
@@ -329,8 +432,18 @@ def _functions(modules: dict) -> list[tuple]:
 
 
 def _code(member) -> object:  # type: ignore[no-untyped-def]
-    """A function's code object (through a ``classmethod`` / ``staticmethod``), or None."""
-    return getattr(getattr(member, "__func__", member), "__code__", None)
+    """A function's code object (through a ``classmethod`` / ``staticmethod``), or None (a class's
+    ``__code__`` may be a descriptor: ``types.FunctionType.__code__``)."""
+    code = getattr(getattr(member, "__func__", member), "__code__", None)
+    return code if isinstance(code, CODE) else None
+
+
+def _impls(pm, plugin) -> list:  # type: ignore[no-untyped-def]
+    """The hook implementations ``plugin`` registered with ``pm``."""
+    out = []
+    for caller in pm.get_hookcallers(plugin) or ():
+        out += [impl for impl in caller.get_hookimpls() if impl.plugin is plugin]
+    return out
 
 
 def _is_own(impl, hook: str) -> bool:  # type: ignore[no-untyped-def]

@@ -35,7 +35,9 @@ FUNCTION_ATTRIBUTES = frozenset({"__code__", "__defaults__", "__kwdefaults__"})
 HOOK_EVENTS = frozenset({"sys.settrace", "sys.setprofile", "sys._settraceallthreads", "sys._setprofileallthreads",
                          "sys.monitoring.register_callback"})
 MEMORY_EVENTS = frozenset({"ctypes.cdata", "ctypes.string_at", "ctypes.wstring_at", "ctypes.call_function"})
-EVENTS = frozenset({"object.__setattr__", "object.__delattr__", "ctypes.dlsym", *HOOK_EVENTS, *MEMORY_EVENTS})
+# another thread's frames: where the grader's writer could be caught running, its cells in f_locals
+FRAMES_EVENT = "sys._current_frames"
+EVENTS = frozenset({"object.__setattr__", "object.__delattr__", "ctypes.dlsym", FRAMES_EVENT, *HOOK_EVENTS, *MEMORY_EVENTS})
 MAX_FINDINGS = 20
 RUNNER_DIRS = frozenset({"_pytest", "pluggy", "pytest", "pytest_inside"})  # pytest_inside: the grader's own
 
@@ -50,11 +52,12 @@ class Pristine:
     the whole file next, then plainly compiled, then with the assertion-pass hook."""
 
     VARIANTS = (("rewritten", True), ("plain", True), ("rewritten", False), ("plain", False), ("pass-hook", False))
+    LIBRARY_VARIANTS = (("plain", False), ("rewritten", False))
 
     def __init__(self, rewrite_asserts, parse, compile_) -> None:  # type: ignore[no-untyped-def]
         import inspect
 
-        self._rewrite, self._parse, self._compile = rewrite_asserts, parse, compile_
+        self._rewrite, self._parse, self._compile, self._open = rewrite_asserts, parse, compile_, open
         # pytest 5+: rewrite_asserts(tree, source, path, config); 4.x: (tree, path, config), the path
         # a py.path.local (its warning code reads .strpath), as its _rewrite_test passes it
         self._with_source = "source" in inspect.signature(rewrite_asserts).parameters
@@ -68,24 +71,27 @@ class Pristine:
         self._codes: dict[str, dict[tuple[int, str], list]] = {}
         self._done: dict[str, set] = {}
 
-    def add(self, path: str, names: frozenset[str] = frozenset()) -> None:
-        """Read ``path`` and compile it as pytest rewrites a test module, ``names`` (the top-level
+    def add(self, path: str, names: frozenset[str] = frozenset(), *, now: bool = True) -> None:
+        """Read ``path`` and (``now``) compile it as pytest rewrites a test module, ``names`` (the top-level
         classes and functions of its wanted tests) first; now, while every function involved is
         still the runner's own."""
         try:
-            with open(path, "rb") as fh:
+            with self._open(path, "rb") as fh:
                 self._sources[path] = fh.read()
         except OSError:
             self._sources[path] = None
         self._keep[path], self._codes[path], self._done[path] = names, {}, set()
-        self._compiled(path, *self.VARIANTS[0], None)
+        if now:
+            self._compiled(path, *self.VARIANTS[0], None)
 
-    def holds(self, code, config) -> bool:  # type: ignore[no-untyped-def]
-        """Whether ``code`` is one of the code objects its file compiles to."""
+    def holds(self, code, config, *, library: bool = False) -> bool:  # type: ignore[no-untyped-def]
+        """Whether ``code`` is one of the code objects its file compiles to. ``library``: a file of
+        the environment or the standard library, compiled plainly first (pytest rewrites only the
+        asserts of its plugins' modules)."""
         path = code.co_filename
         if path not in self._sources:
-            self.add(path)
-        for variant, partial in self.VARIANTS:
+            self.add(path, now=False)
+        for variant, partial in (self.LIBRARY_VARIANTS if library else self.VARIANTS):
             if (partial and not self._keep[path]) or (variant == "pass-hook" and not _pass_hook(config)):
                 continue
             if (variant, partial) not in self._done[path]:
@@ -93,6 +99,13 @@ class Pristine:
             if any(known == code for known in self._codes[path].get((code.co_firstlineno, code.co_name), ())):
                 return True
         return False
+
+    def decorated(self, code) -> bool:  # type: ignore[no-untyped-def]
+        """Whether the function ``code`` (one ``holds`` found) is decorated in its file: its first
+        line (the first decorator's, when it has one) starts with ``@``."""
+        lines = (self._sources.get(code.co_filename) or b"").splitlines()
+        line = lines[code.co_firstlineno - 1] if 0 < code.co_firstlineno <= len(lines) else b""
+        return line.lstrip().startswith(b"@")
 
     def _compiled(self, path: str, variant: str, partial: bool, config) -> None:  # type: ignore[no-untyped-def]
         self._done[path].add((variant, partial))
@@ -137,13 +150,18 @@ def _pass_hook(config) -> bool:  # type: ignore[no-untyped-def]
 class Watch:
     """The audit hook (see the module docstring). ``is_trusted(path)``: the environment, the
     standard library or the grader; ``is_test(path)``: a test file or a conftest (the base
-    commit's bytes, checked); ``rel(path)``: for the record."""
+    commit's bytes, checked); ``rel(path)``: for the record; ``provenance``: where code comes from
+    (``Provenance``, decided on code objects; by default one that compiles the files ``is_test``
+    names plainly)."""
 
-    def __init__(self, send, is_trusted, is_test, rel) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, send, is_trusted, is_test, rel, provenance=None) -> None:  # type: ignore[no-untyped-def]
         import _thread
+        import ast
         import types
 
-        self._send, self._is_trusted, self._is_test, self._rel = send, is_trusted, is_test, rel
+        if provenance is None:
+            provenance = Provenance(Pristine(_plain, ast.parse, compile), is_trusted, is_test, is_test, [])
+        self._send, self._prov, self._is_test, self._is_trusted, self._rel = send, provenance, is_test, is_trusted, rel
         self._function, self._getframe, self._ident = types.FunctionType, sys._getframe, _thread.get_ident
         self._busy: set[int] = set()
         self._sent = 0
@@ -152,7 +170,7 @@ class Watch:
         if event not in EVENTS:
             return
         me = self._ident()
-        if me in self._busy:  # the events our own checks raise (sys._getframe, __code__ reads)
+        if me in self._busy:  # the events our own checks raise (sys._getframe, __code__ reads, open)
             return
         self._busy.add(me)
         try:
@@ -179,39 +197,216 @@ class Watch:
             # project's cProfile is a profiler of the standard library's, and fine)
             hooks = [args[0]] if event == "sys.monitoring.register_callback" and args else hooks_now()
             for hook in hooks:
-                if not trusted_hook(hook, self.honest):
+                if not self._prov.honest(hook):
                     return f"a trace or profile function of {self._rel(hook_source(hook))} set during the run ({event})"
             return None
         if event == "ctypes.dlsym" and not str(args[1] if len(args) > 1 else "").startswith(("Py", "_Py")):
             return None
         caller = self._caller(("ctypes",))
-        if caller is None or self._is_test(caller) or self._is_trusted(caller):
+        if caller is None or self._prov.where(caller) in ("trusted", "test"):
             return None
-        return f"raw memory reached through ctypes by {self._rel(caller)} ({event})"
-
-    def honest(self, path: str) -> bool:
-        """Code a trace function may come from: the environment's, the standard library's, the
-        grader's, a test file's (the base commit's)."""
-        return self._is_trusted(path) or self._is_test(path)
+        if event == FRAMES_EVENT:
+            return f"every thread's frames read by {self._rel(caller.co_filename)} ({event})"
+        return f"raw memory reached through ctypes by {self._rel(caller.co_filename)} ({event})"
 
     def _is_runner(self, path: str) -> bool:
         parts = path.split("/")
         return self._is_trusted(path) and any(p in RUNNER_DIRS for p in parts[-3:-1])
 
-    def _caller(self, tools: tuple[str, ...]) -> str | None:
-        """The file of the nearest frame up the stack that is not the standard library's ``tools``
+    def _caller(self, tools: tuple[str, ...]):  # type: ignore[no-untyped-def]
+        """The code of the nearest frame up the stack that is not the standard library's ``tools``
         (``ctypes``, which reaches the memory on its caller's behalf, looked through) nor the
-        import system; None when there is none. A library of the environment that uses ctypes
-        itself when the work tree imports it (sqlfluff's ``tblib``) is its own caller, and trusted."""
+        import system, each known by its code object (a frame whose code only claims to be
+        ctypes' is the caller); None when there is none. A library of the environment that uses
+        ctypes itself when the work tree imports it (sqlfluff's ``tblib``) is its own caller, and
+        trusted."""
         frame = self._getframe(3)
         while frame is not None:
-            path = frame.f_code.co_filename
-            parts = path.split("/")
+            code = frame.f_code
+            parts = code.co_filename.split("/")
             in_tool = (len(parts) > 1 and parts[-2] in tools) or parts[-1].rpartition(".")[0] in tools
-            if not path.startswith("<frozen") and not (in_tool and self._is_trusted(path)):
-                return path
+            looked_through = in_tool or code.co_filename.startswith("<frozen")
+            if not (looked_through and self._prov.where(code) == "trusted"):
+                return code
             frame = frame.f_back
         return None
+
+
+class Provenance:
+    """Where code comes from, decided on the code object, never on a name: ``co_filename``, a
+    class's ``__module__`` and a function's ``__qualname__`` are whatever the code that made them
+    chose. ``where(code)`` is ``"trusted"`` (the environment, the standard library, the grader),
+    ``"test"`` (a test file or a conftest of the work tree) or ``"repo"`` (another file of the
+    work tree) only when ``code`` is one of the code objects the file it names compiles to
+    (``Pristine``: that file's bytes, read and compiled now; the runner's, the grader's and the
+    frozen standard library's own code objects, walked before any code of the repository runs,
+    are known by identity), else None: code compiled under a borrowed name, or from no file."""
+
+    def __init__(self, pristine, is_trusted, is_test, is_repo, modules) -> None:  # type: ignore[no-untyped-def]
+        import gc
+        import types
+
+        self._pristine, self._is_trusted, self._is_test, self._is_repo = pristine, is_trusted, is_test, is_repo
+        self._function, self._method, self._code = types.FunctionType, types.MethodType, types.CodeType
+        self._mro, self._referents, self._isabs = type.__dict__["__mro__"].__get__, gc.get_referents, os.path.isabs
+        import dis
+
+        self._instructions = dis.get_instructions
+        self._known: dict[int, object] = {}
+        frozen = [m for m in list(sys.modules.values()) if getattr(getattr(m, "__spec__", None), "origin", None) == "frozen"]
+        for module in [*modules, *frozen]:
+            for code in module_codes(module):
+                self._known[id(code)] = code
+        self._seen: dict[int, tuple[object, str | None]] = {}
+        self.config = None  # pytest's, once it is configured: whether asserts get the pass hook
+
+    def where(self, code) -> str | None:  # type: ignore[no-untyped-def]
+        hit = self._seen.get(id(code))
+        if hit is not None and hit[0] is code:
+            return hit[1]
+        path = code.co_filename
+        found = None
+        if self._known.get(id(code)) is code:
+            found = "trusted"
+        elif not self._isabs(path):
+            found = None
+        elif self._is_trusted(path):
+            found = "trusted" if self._pristine.holds(code, self.config, library=True) else None
+        elif self._is_repo(path) and self._pristine.holds(code, self.config):
+            found = "test" if self._is_test(path) else "repo"
+        self._seen[id(code)] = (code, found)
+        return found
+
+    def decorated(self, code) -> bool:  # type: ignore[no-untyped-def]
+        return self._pristine.decorated(code)
+
+    def forwarded(self, func):  # type: ignore[no-untyped-def]
+        """The function of the environment that ``func`` forwards its call to, when ``func`` is a
+        generated forwarding proxy (hypothesis' ``@given``: ``def test_x(a): return f(a)``, its
+        code then renamed and placed at the test's file and line, which no file compiles to): code
+        that reads no global, no attribute and no variable but its arguments and its one free
+        variable, calls that and returns; its free variable a function whose code is the
+        environment's own. Else None."""
+        code = func.__code__
+        if len(code.co_freevars) != 1 or code.co_names or not func.__closure__:
+            return None
+        if any(c is not None and not isinstance(c, (str, tuple)) for c in code.co_consts):
+            return None
+        if not {i.opname for i in self._instructions(code)} <= FORWARDING_OPS:
+            return None
+        target = func.__closure__[0].cell_contents if _filled(func.__closure__[0]) else None
+        if isinstance(target, self._function) and self.where(target.__code__) == "trusted":
+            return target
+        return None
+
+    def inner(self, target, claimed):  # type: ignore[no-untyped-def]
+        """The function of the work tree (genuine code) that ``target``, a function of the
+        environment a proxy forwards to, runs as the test: found among what it holds (its cells,
+        and the attributes of what they hold, ``MAX_DEPTH`` deep: hypothesis' ``wrapped_test``
+        reads the test from ``proxy.hypothesis.inner_test``), the one at the file, line and name
+        the proxy's code claims when there are several (a strategy may hold functions of the test
+        file too); None when there is none or no single one."""
+        found: list = []
+        seen: set[int] = set()
+        todo = [(c.cell_contents, 0) for c in target.__closure__ or () if _filled(c)]
+        while todo:
+            value, depth = todo.pop()
+            value = getattr(value, "__func__", value) if isinstance(value, self._method) else value
+            if id(value) in seen or depth > MAX_DEPTH or isinstance(value, (type, type(sys))):
+                continue
+            seen.add(id(value))
+            if isinstance(value, self._function) and self.where(value.__code__) in ("test", "repo"):
+                found.append(value)
+                continue
+            attrs = getattr(value, "__dict__", None)
+            if isinstance(attrs, dict):
+                todo.extend((v, depth + 1) for v in list(attrs.values()))
+        at = [f for f in found if (f.__code__.co_filename, f.__code__.co_firstlineno, f.__code__.co_name)
+              == (claimed.co_filename, claimed.co_firstlineno, claimed.co_name)]
+        return at[0] if len(at) == 1 else found[0] if len(found) == 1 else None
+
+    def honest(self, obj, depth: int = 0) -> bool:  # type: ignore[no-untyped-def]
+        """Whether a callable (a trace or profile function) runs only code of the environment,
+        the standard library or the test files: a function's code and the callables it closes
+        over; a bound method's function and instance; any other object's classes' functions and
+        the callables it holds (a ``functools.partial``'s function, an instance's attributes).
+        Looked into ``MAX_DEPTH`` levels deep."""
+        if obj is None or depth > MAX_DEPTH:
+            return True
+        if isinstance(obj, self._function):
+            if self.where(obj.__code__) not in ("trusted", "test"):
+                return False
+            held = [c.cell_contents for c in obj.__closure__ or () if _filled(c)]
+            held += [*(obj.__defaults__ or ()), *(obj.__kwdefaults__ or {}).values()]
+            return all(self.honest(h, depth + 1) for h in held if callable(h) and not isinstance(h, type))
+        if isinstance(obj, self._method):
+            return self.honest(obj.__func__, depth + 1) and self.honest(obj.__self__, depth + 1)
+        if isinstance(obj, (type, type(sys))):
+            return True  # a class or a module: its code is judged where it is called from an instance
+        for cls in self._mro(type(obj)):
+            for member in list(vars(cls).values()):
+                func = getattr(member, "__func__", member) if isinstance(member, (classmethod, staticmethod)) else member
+                if isinstance(func, self._function) and self.where(func.__code__) not in ("trusted", "test"):
+                    return False
+        for ref in self._referents(obj):
+            values = list(ref.values()) if isinstance(ref, dict) else [ref]
+            for value in values:
+                if isinstance(value, (self._function, self._method)) and not self.honest(value, depth + 1):
+                    return False
+        return True
+
+
+MAX_DEPTH = 3
+# the instructions of a call forwarded with its own arguments (plain, keyword, * and **, awaited),
+# from Python 3.8 to 3.14
+FORWARDING_OPS = frozenset({
+    "RESUME", "COPY_FREE_VARS", "MAKE_CELL", "NOP", "CACHE", "EXTENDED_ARG", "PUSH_NULL", "LOAD_DEREF", "LOAD_FAST",
+    "LOAD_FAST_LOAD_FAST", "LOAD_FAST_BORROW", "LOAD_FAST_BORROW_LOAD_FAST_BORROW", "LOAD_CONST", "KW_NAMES",
+    "PRECALL", "CALL", "CALL_KW", "CALL_FUNCTION", "CALL_FUNCTION_KW", "CALL_FUNCTION_EX", "BUILD_TUPLE", "BUILD_LIST",
+    "LIST_EXTEND", "LIST_TO_TUPLE", "CALL_INTRINSIC_1", "BUILD_MAP", "DICT_MERGE", "DICT_UPDATE", "RETURN_VALUE",
+    "RETURN_CONST", "RETURN_GENERATOR", "POP_TOP", "GET_AWAITABLE", "SEND", "END_SEND", "YIELD_VALUE",
+    "JUMP_BACKWARD_NO_INTERRUPT", "CLEANUP_THROW", "SETUP_FINALLY", "POP_BLOCK", "LOAD_SMALL_INT", "RERAISE",
+})
+
+
+def _plain(tree, source, path, config) -> None:  # type: ignore[no-untyped-def]
+    """``rewrite_asserts`` for a run whose tests are not rewritten: the tree as it is."""
+
+
+def _filled(cell) -> bool:  # type: ignore[no-untyped-def]
+    try:
+        cell.cell_contents  # noqa: B018 - an empty cell raises
+    except ValueError:
+        return False
+    return True
+
+
+def module_codes(module) -> list:  # type: ignore[no-untyped-def]
+    """Every code object of a module's functions and classes (their methods, properties, nested
+    classes and the functions and lambdas defined inside them)."""
+    import types
+
+    out: list = []
+    todo = list(vars(module).values())
+    seen: set[int] = set()
+    while todo:
+        value = todo.pop()
+        if id(value) in seen:
+            continue
+        seen.add(id(value))
+        if isinstance(value, type):
+            if getattr(value, "__module__", None) == module.__name__:
+                todo.extend(vars(value).values())
+        elif isinstance(value, (classmethod, staticmethod)):
+            todo.append(value.__func__)
+        elif isinstance(value, property):
+            todo.extend(f for f in (value.fget, value.fset, value.fdel) if f is not None)
+        elif isinstance(value, types.FunctionType):
+            todo.append(value.__code__)
+        elif isinstance(value, types.CodeType):
+            out.append(value)
+            todo.extend(c for c in value.co_consts if isinstance(c, types.CodeType))
+    return out
 
 
 def hook_source(hook) -> str:  # type: ignore[no-untyped-def]
@@ -221,23 +416,6 @@ def hook_source(hook) -> str:  # type: ignore[no-untyped-def]
         return code.co_filename
     owner = getattr(hook, "__self__", None)
     return str(getattr(sys.modules.get(type(owner if owner is not None else hook).__module__), "__file__", "?"))
-
-
-def trusted_hook(hook, is_trusted) -> bool:  # type: ignore[no-untyped-def]
-    """Whether a trace or profile function comes from the environment or the standard library: its
-    code's file and, for a bound method or a callable object, every class of its instance."""
-    if hook is None:
-        return True
-    code = getattr(getattr(hook, "__func__", hook), "__code__", None)
-    if code is not None and not is_trusted(code.co_filename):
-        return False
-    owner = getattr(hook, "__self__", None)
-    classes = type(owner).__mro__ if owner is not None else (() if code is not None else type(hook).__mro__)
-    for cls in classes:
-        source = getattr(sys.modules.get(cls.__module__), "__file__", None)
-        if cls.__module__ != "builtins" and (source is None or not is_trusted(source)):
-            return False
-    return True
 
 
 def hooks_now() -> list:
