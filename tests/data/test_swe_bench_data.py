@@ -65,7 +65,8 @@ def test_rows_from_a_mirror_with_history(tmp_path):
             row("sympy__sympy-3", base, gold, version="0.1"),
             row("sympy__sympy-4", base, gold, FAIL_TO_PASS='["test_nowhere"]'),
             row("sympy__sympy-5", "1" * 40, gold),
-            row("astropy__astropy-1", base, gold, repo="astropy/astropy")]
+            row("astropy__astropy-1", base, gold, repo="astropy/astropy"),
+            row("sympy__sympy-6", base, gold, FAIL_TO_PASS='["test_x (app.tests.T)"]')]
     source = tmp_path / "rows.jsonl"
     source.write_text("".join(json.dumps(r) + "\n" for r in rows))
     out = tmp_path / "out"
@@ -75,8 +76,10 @@ def test_rows_from_a_mirror_with_history(tmp_path):
     report = json.loads((out / "report.json").read_text())
     assert report["served"] == 2 and report["instances"] == ["sympy__sympy-1", "sympy__sympy-2"]
     skipped = report["skipped"]
-    assert set(skipped) == {"django__django-1", "sympy__sympy-3", "sympy__sympy-4", "sympy__sympy-5", "astropy__astropy-1"}
-    assert "unittest runner" in skipped["django__django-1"]
+    assert set(skipped) == {"django__django-1", "sympy__sympy-3", "sympy__sympy-4", "sympy__sympy-5", "astropy__astropy-1",
+                            "sympy__sympy-6"}
+    assert "django/django is not in --repos" in skipped["django__django-1"]  # Django's unittest names are served
+    assert "unittest runner" in skipped["sympy__sympy-6"]  # another repository's are not
     assert "no environment for sympy/sympy version '0.1'" in skipped["sympy__sympy-3"]
     assert "'test_nowhere' is a bare name defined in none" in skipped["sympy__sympy-4"]
     assert "nor a tag sympy__sympy-5" in skipped["sympy__sympy-5"]

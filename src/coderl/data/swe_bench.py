@@ -8,10 +8,11 @@ built in the cache, its environment from ``coderl.swe.env_tables`` (SWE-bench's 
 (repo, version) with coderl's overlay, resolved as of the row's own date, built from the row's own
 tree; rows share a built environment only when their resolutions are the same), and its test ids as the grader runs
 them: pytest node ids as they are, bare test function names (sympy's own runner) as
-``file::name`` through the test patch's files. A row that cannot be served is skipped with its
-reason, per instance, in ``report.json`` (never silently): repository or commit missing, no
-environment for its version, test ids no pytest runs (Django's ``name (module.Class)``), a name in
-none of the test patch's files.
+``file::name`` through the test patch's files, Django's unittest names (``name (module.Class)``)
+as they are, with SWE-bench's ``tests/runtests.py`` command (``coderl.swe.django_run``). A row
+that cannot be served is skipped with its reason, per instance, in ``report.json`` (never
+silently): repository or commit missing, no environment for its version, unittest names of a
+repository other than Django's, a name in none of the test patch's files.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import Any
 
 from coderl.data.common import progress, read_rows, write_jsonl
 from coderl.errors import BadRequest, CoderlError, EnvBuildError
+from coderl.swe.django_run import DJANGO_TEST_CMD, runs_django_repo
 from coderl.swe.env_infer import infer_env, validate_env
 from coderl.swe.env_tables import table_spec
 from coderl.swe.environment import build_env
@@ -106,8 +108,9 @@ def _serve(row: dict[str, Any], store: RepoStore) -> dict[str, Any]:
         task = RepoTask.from_row(row)
     except CoderlError as exc:
         raise Skip(f"invalid row: {exc}") from exc
+    django = runs_django_repo(task.repo)  # tests/runtests.py with unittest's names (coderl.swe.django_run)
     unittest_ids = [t for t in task.tests if _UNITTEST_ID.match(t)]
-    if unittest_ids:
+    if unittest_ids and not django:
         raise Skip(f"test ids of a unittest runner, which the grader's pytest does not run: {unittest_ids[0]!r}")
     mirror = store.mirror(task.repo)
     if mirror is None:
@@ -115,7 +118,7 @@ def _serve(row: dict[str, Any], store: RepoStore) -> dict[str, Any]:
     commit = _commit(mirror, task)
     version = str(row.get("version") or "")
     snapshot = store.snapshot(task.repo, commit)
-    f2p, p2p = (tuple(_node_id(t, task.test_patch, snapshot) for t in ids)
+    f2p, p2p = (tuple(t if django else _node_id(t, task.test_patch, snapshot) for t in ids)
                 for ids in (task.fail_to_pass, task.pass_to_pass))
     resolved_at = row_date(row, mirror, commit)
     source = f"{task.repo}@{commit}"
@@ -131,6 +134,7 @@ def _serve(row: dict[str, Any], store: RepoStore) -> dict[str, Any]:
     out = {**task.to_row(), "base_commit": commit, "FAIL_TO_PASS": list(f2p), "PASS_TO_PASS": list(p2p),
            "version": version, "created_at": str(row.get("created_at") or ""),
            "upstream_base_commit": task.base_commit, "environment_setup": spec.to_dict(),
+           **({"test_cmd": DJANGO_TEST_CMD} if django else {}),
            "environment_inferred": inferred}
     return out
 

@@ -15,7 +15,9 @@ Steps (as the SWE-bench harness, on our sandbox instead of Docker):
    ``sys.path`` and environment, start-up hooks off, a supervisor outside the test process), and
    the verdicts come from our reporter plugin's records (``verdicts.decide``), never from the log,
    which stays in the result for people. Reward 1 only when every FAIL_TO_PASS and PASS_TO_PASS
-   test passed and the records are consistent.
+   test passed and the records are consistent. A task whose command is Django's
+   ``tests/runtests.py`` runs that instead, every file under ``tests/`` the base commit's, its
+   records taken from the standard library's unittest (``django_run``, ``unittest_verdicts``).
 
 Outcomes (`GradeStatus`) are kept apart by who is at fault: ``resolved`` / ``unresolved`` (tests ran; reward 1/0),
 ``tampered`` (the run's records are inconsistent in a way only a patch working against the grader
@@ -42,14 +44,17 @@ from pathlib import Path
 from coderl.cache import default_cache_dir
 from coderl.errors import SandboxError
 from coderl.sandbox.session import Session, SessionHost, SessionLimits
+from coderl.swe import django_run
 from coderl.swe.bytecode import compile_snapshot
+from coderl.swe.django_run import runs_django
 from coderl.swe.environment import EnvBuildError, build_env
 from coderl.swe.grade_status import GradeStatus
 from coderl.swe.grading_run import INSIDE_DIR, base_tree, launch, locate_config, runner_repository, test_files
 from coderl.swe.patch import MalformedDiff, without_files
 from coderl.swe.store import RepoStore, RepoUnavailable
 from coderl.swe.task import InvalidTask, RepoTask
-from coderl.swe.verdicts import decide
+from coderl.swe.unittest_verdicts import decide_unittest
+from coderl.swe.verdicts import RunVerdicts, decide
 
 # 16 MiB per stream: the reporter's records take about 1 KiB per FAIL_TO_PASS / PASS_TO_PASS test,
 # so some 15,000 fit (a run whose records are cut is unresolved, never scored on part of them)
@@ -146,12 +151,20 @@ class RepoGrader:
         try:
             snapshot = await asyncio.to_thread(self.store.snapshot, task.repo, task.base_commit)
             base = await asyncio.to_thread(base_tree, snapshot)
-            ungradable = runner_repository(base)
-            if ungradable:
-                return outcome(GradeStatus.SANDBOX_ERROR, ungradable, tests_touched=touched)
-            snapshot, env = await self._built(task)
-            rootdir, inifile = await asyncio.to_thread(locate_config, env, snapshot, tuple(test_files(task)))
-            command, spec = launch(task, env, rootdir, inifile)
+            if runs_django(task):  # tests/runtests.py: every file under tests/ is the runner's
+                kept, runner_files = without_files(kept, frozenset(django_run.runner_paths(kept)))
+                touched = sorted({*touched, *runner_files})
+                snapshot, env = await self._built(task)
+                command, spec = django_run.launch(task, env)
+                restore, decide_run = touched, decide_unittest
+            else:
+                ungradable = runner_repository(base)
+                if ungradable:
+                    return outcome(GradeStatus.SANDBOX_ERROR, ungradable, tests_touched=touched)
+                snapshot, env = await self._built(task)
+                rootdir, inifile = await asyncio.to_thread(locate_config, env, snapshot, tuple(test_files(task)))
+                command, spec = launch(task, env, rootdir, inifile)
+                restore, decide_run = sorted({*touched, *([inifile] if inifile else [])}), decide
         except (RepoUnavailable, EnvBuildError, InvalidTask) as exc:
             return outcome(GradeStatus.SANDBOX_ERROR, str(exc), tests_touched=touched)
         async with self._gate:
@@ -160,15 +173,14 @@ class RepoGrader:
             except SandboxError as exc:
                 return outcome(GradeStatus.SANDBOX_ERROR, str(exc), tests_touched=touched)
             try:
-                restore = sorted({*touched, *([inifile] if inifile else [])})
-                return await self._run(task, session, kept, touched, restore, (command, spec, base), outcome)
+                return await self._run(task, session, kept, touched, restore, (command, spec, base, decide_run), outcome)
             except SandboxError as exc:
                 return outcome(GradeStatus.SANDBOX_ERROR, str(exc), tests_touched=touched)
             finally:
                 await session.close()
 
     async def _run(self, task: RepoTask, session: Session, kept: str, touched: list[str], restore: list[str],
-                   launcher: tuple[str, dict, dict[str, str]], outcome: Outcome) -> GradeResult:
+                   launcher: tuple[str, dict, dict[str, str], Callable[..., RunVerdicts]], outcome: Outcome) -> GradeResult:
         if kept.strip():
             error = await _apply(session, kept, "/tmp/agent.patch")
             if error:
@@ -182,9 +194,9 @@ class RepoGrader:
             if error:
                 return outcome(GradeStatus.SANDBOX_ERROR, f"the task's test patch does not apply: {error}",
                                tests_touched=touched)
-        command, spec, base = launcher
+        command, spec, base, decide_run = launcher
         run = await session.exec(command, timeout_s=self.limits.exec_s, stdin=json.dumps(spec).encode())
-        verdict = decide(run, spec["nonce"], task.fail_to_pass, task.pass_to_pass, base)
+        verdict = decide_run(run, spec["nonce"], task.fail_to_pass, task.pass_to_pass, base)
         return outcome(verdict.status, verdict.message, fail_to_pass=verdict.fail_to_pass,
                        pass_to_pass=verdict.pass_to_pass, findings=verdict.findings, tests_touched=touched,
                        log_tail=run.stderr[-4000:])

@@ -1,0 +1,210 @@
+"""The Django grader (``tests/runtests.py`` under unittest's records) on a real Django task: Django
+4.2.10's sources with 4.2.11's ``intcomma`` fix (``django_fixture.py``). The gold patch resolves, the
+empty one does not, and each red-team attack (a diff that fixes nothing and tries to be graded
+resolved anyway) comes out not resolved, reward 0, with the status named in its case. All graded in
+one batch, three sandboxes at a time, on one environment (Django 4.2's requirements) and one
+fixture repository, both built once into the cache. docs/agent.md has the table.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+from tests.helpers.django_fixture import ENV, F2P, FIXED, P2P, TEST, make_django_task
+
+from coderl.cache import default_cache_dir
+from coderl.sandbox.session import SessionHost
+from coderl.swe.django_run import DJANGO_TEST_CMD, labels, runner_paths, runs_django
+from coderl.swe.grader import RepoGrader
+from coderl.swe.store import RepoStore, git
+
+TESTCASES = "django/test/testcases.py"
+RUNNER = "django/test/runner.py"
+HUMANIZE = FIXED
+NEWER_F2P = ("test_intcomma (humanize_tests.tests.HumanizeTests.test_intcomma)",)
+DOC_P2P = ("#23340 -- Verify the documented behavior of humanize.naturaltime.",)
+FORGED = "test_intcomma (humanize_tests.tests.HumanizeTests) ... ok\\n\\nRan 15 tests in 0.1s\\n\\nOK\\n"
+
+
+@dataclasses.dataclass(frozen=True)
+class Attack:
+    id: str
+    appends: dict[str, str]  # path -> code appended to the file (a new file when it has none)
+    expected: str  # the status it must get: unresolved or tampered
+
+
+ATTACKS = [
+    # the test patch's test, weakened: the grader drops the section and restores the file
+    Attack("test-file-edited", {TEST: "\nHumanizeTests.test_intcomma = lambda self: None\n"}, "unresolved"),
+    # the runner itself, replaced: every file under tests/ is the base commit's
+    Attack("runtests-replaced", {"tests/runtests.py": f"\nimport os\nos.write(1, b'{FORGED}')\nos._exit(0)\n"},
+           "unresolved"),
+    # the settings runtests.py is told to use, pointing at a runner that reports without running
+    Attack("settings-test-runner", {"tests/test_sqlite.py": "\nTEST_RUNNER = 'humanize_tests.fake.Runner'\n",
+                                    "tests/humanize_tests/fake.py": "class Runner:\n    def __init__(self, **kw):\n"
+                                    "        pass\n\n    def run_tests(self, labels, **kw):\n        return 0\n"},
+           "unresolved"),
+    # the same through the code under test: Django's default settings name a runner that only prints
+    Attack("global-settings-test-runner", {
+        "django/conf/global_settings.py": "\nTEST_RUNNER = 'django.fake_runner.Runner'\n",
+        "django/fake_runner.py": f"import os\n\nfrom django.test.runner import DiscoverRunner\n\n\n"
+                                 f"class Runner(DiscoverRunner):\n    def run_tests(self, labels, **kw):\n"
+                                 f"        os.write(2, b'{FORGED}')\n        return 0\n"},
+           "unresolved"),
+    # Django's TestCase made to report a success without running the test
+    Attack("testcase-run-overridden", {TESTCASES: "\n\ndef _run(self, result=None):\n    result.startTest(self)\n"
+                                                  "    result.addSuccess(self)\n    result.stopTest(self)\n\n\n"
+                                                  "SimpleTestCase.run = _run\n"}, "unresolved"),
+    # ... or to skip the test method's call (unittest's run then reports a success)
+    Attack("testcase-call-skipped", {TESTCASES: "\n\ndef _callTestMethod(self, method):\n    return None\n\n\n"
+                                                "SimpleTestCase._callTestMethod = _callTestMethod\n"}, "tampered"),
+    # unittest's own TestCase.run replaced by the code under test
+    Attack("unittest-run-replaced", {TESTCASES: "\n\nimport unittest as _u\n\n\ndef _run(self, result=None):\n"
+                                                "    result.startTest(self)\n    result.addSuccess(self)\n"
+                                                "    result.stopTest(self)\n\n\n_u.TestCase.run = _run\n"}, "tampered"),
+    # unittest's result class made to count a failure as a success
+    Attack("unittest-result-patched", {RUNNER: "\n\nimport unittest as _u\n\n_u.TestResult.addFailure = "
+                                               "lambda self, test, err: None\n_u.TestResult.addSubTest = "
+                                               "lambda self, test, sub, err: None\n"}, "tampered"),
+    # a patched runner swaps the test method for a passing one, compiled under the test file's name
+    Attack("runner-swaps-test-code", {RUNNER: (
+        "\n\n_orig_run_suite = DiscoverRunner.run_suite\n\n\ndef _run_suite(self, suite, **kw):\n"
+        "    import sys\n    cls = sys.modules['humanize_tests.tests'].HumanizeTests\n    ns = {}\n"
+        "    exec(compile('def test_intcomma(self):\\n    pass\\n', cls.test_intcomma.__code__.co_filename, 'exec'), ns)\n"
+        "    cls.test_intcomma = ns['test_intcomma']\n    return _orig_run_suite(self, suite, **kw)\n\n\n"
+        "DiscoverRunner.run_suite = _run_suite\n")}, "tampered"),
+    # ... or for a function of its own file
+    Attack("runner-swaps-test-function", {RUNNER: (
+        "\n\n_orig_run_suite = DiscoverRunner.run_suite\n\n\ndef _run_suite(self, suite, **kw):\n"
+        "    import sys\n    sys.modules['humanize_tests.tests'].HumanizeTests.test_intcomma = lambda self: None\n"
+        "    return _orig_run_suite(self, suite, **kw)\n\n\nDiscoverRunner.run_suite = _run_suite\n")}, "tampered"),
+    # fake output, then an early exit 0 from the code under test (at Django's import)
+    Attack("fake-output-exit-0", {"django/__init__.py": f"\nimport os as _os\n_os.write(1, b'{FORGED}')\n"
+                                                        "_os.write(2, b'{FORGED}')\n_os._exit(0)\n"}, "tampered"),
+    # an early exit 0 from inside the test (the function under test ends the process)
+    Attack("os-exit-in-test", {HUMANIZE: "\n\nimport os as _os\n_intcomma = intcomma\n\n\n"
+                                         "def _exit_on_call(value, use_l10n=True):\n    _os._exit(0)\n\n\n"
+                                         "intcomma = _exit_on_call\n"}, "tampered"),
+    # sys.exit from inside the test: unittest reports it as the test's error
+    Attack("sys-exit-in-test", {HUMANIZE: "\n\nimport sys as _sys\n\n\ndef _exit_on_call(value, use_l10n=True):\n"
+                                          "    _sys.exit(0)\n\n\nintcomma = _exit_on_call\n"}, "unresolved"),
+    # records forged on every descriptor (the records pipe is one of them)
+    Attack("forged-records-every-fd", {"django/__init__.py": (
+        "\nimport os as _os\nfor _fd in range(3, 1024):\n    try:\n"
+        "        _os.write(_fd, b'0' * 64 + b' {\"seq\":0,\"kind\":\"test\",\"ids\":[\"" + F2P[0] + "\"],"
+        "\"status\":\"PASSED\",\"calls\":[null]}\\n')\n    except OSError:\n        pass\n")}, "tampered"),
+]
+
+
+def make_diff(snapshot: Path, scratch: Path, appends: dict[str, str]) -> str:
+    """The diff an agent leaves after appending to these files of the task's work tree (made by git)."""
+    work = scratch / uuid.uuid4().hex
+    git("clone", "-q", str(snapshot), str(work))
+    for path, text in appends.items():
+        target = work / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text((target.read_text() if target.exists() else "") + text)
+    git("add", "-A", cwd=work)
+    return git("diff", "--cached", "--no-color", "HEAD", cwd=work)
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """The gold patch, the empty one and every attack, graded in one batch."""
+    root = tmp_path_factory.mktemp("django")
+    repos, task = make_django_task(default_cache_dir())
+    store = RepoStore(repos, root / "cache")
+    snapshot = store.snapshot(task.repo, task.base_commit)
+    diffs = [make_diff(snapshot, root / "scratch", a.appends) for a in ATTACKS]
+
+    async def main():
+        async with SessionHost() as host:
+            grader = RepoGrader(host, store, env_cache=default_cache_dir(), concurrency=3)
+            return await grader.grade_many([(task, task.gold_patch), (task, ""), (newer, task.gold_patch),
+                                            *((task, d) for d in diffs)])
+
+    newer = dataclasses.replace(task, instance_id="django__django-intcomma-311", fail_to_pass=NEWER_F2P, pass_to_pass=DOC_P2P)
+    results = asyncio.run(main())
+    return task, results[0], results[1], dict(zip((a.id for a in ATTACKS), results[3:], strict=True)), results[2]
+
+
+def test_the_task_runs_under_django_runtests(graded):
+    task = graded[0]
+    assert runs_django(task) and labels(task) == ["humanize_tests.tests"]
+    assert runner_paths(task.test_patch) == [TEST]
+
+
+def test_gold_resolves_and_empty_does_not(graded):
+    _, gold, empty, _, _ = graded
+    assert (gold.status, gold.reward, gold.findings) == ("resolved", 1.0, []), (gold, gold.log_tail[-2000:])
+    assert set(gold.pass_to_pass.values()) == {"PASSED"} and set(gold.fail_to_pass.values()) == {"PASSED"}
+    assert (empty.status, empty.reward, empty.findings) == ("unresolved", 0.0, []), (empty, empty.log_tail[-2000:])
+    assert empty.fail_to_pass == {F2P[0]: "FAILED"} and set(empty.pass_to_pass.values()) == {"PASSED"}
+
+
+@pytest.mark.parametrize("attack", ATTACKS, ids=[a.id for a in ATTACKS])
+def test_attack_is_not_resolved(graded, attack):
+    r = graded[3][attack.id]
+    assert not r.resolved and r.reward == 0.0, f"ATTACK SUCCEEDED: {attack.id}: {r}"
+    assert r.status == attack.expected, (r.status, r.findings, r.message, r.log_tail[-1500:])
+    if r.status == "unresolved":
+        assert "PASSED" not in r.fail_to_pass.values(), r
+
+
+def test_a_diff_under_tests_is_dropped_and_reported(graded):
+    r = graded[3]["settings-test-runner"]
+    assert set(r.tests_touched) == {"tests/test_sqlite.py", "tests/humanize_tests/fake.py"}, r
+
+
+def test_python_3_11_names_and_docstring_names_are_matched(graded):
+    """Python 3.11+ names a test ``name (module.Class.name)`` (SWE-bench's Django 5 rows), and a test
+    with a docstring is named by its first line (what verbosity 2 prints before ``... ok``)."""
+    newer = graded[4]
+    assert (newer.status, newer.findings) == ("resolved", []), newer
+    assert set(newer.fail_to_pass.values()) | set(newer.pass_to_pass.values()) == {"PASSED"}, newer
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "coderl.cli", *args], capture_output=True, text=True,
+                          env={**os.environ, "CODERL_NO_PROGRESS": "1"}, timeout=1200)
+
+
+def test_django_rows_through_data_swe_bench_and_eval_swe(tmp_path):
+    """A SWE-bench-shaped Django row, its repository a shallow fetch of only its base commit (how a
+    user gets each row's commit from GitHub: docs/agent.md), served by `coderl data swe-bench`
+    (unittest names kept, SWE-bench's runtests.py command, the table's environment) and graded by
+    `coderl eval swe --gold` like any other row (the environment here the fixture's declarative one:
+    the table's, Python 3.9 with tests/requirements/py3.txt, is not built in this suite)."""
+    source, task = make_django_task(default_cache_dir())
+    mirror = tmp_path / "repos" / "django__django"
+    mirror.mkdir(parents=True)
+    git("init", "-q", "--bare", cwd=mirror)
+    git("fetch", "-q", "--depth", "1", f"file://{source / 'django__django'}", task.base_commit, cwd=mirror)
+    row = {"instance_id": "django__django-99999", "repo": "django/django", "base_commit": task.base_commit,
+           "patch": task.gold_patch, "test_patch": task.test_patch, "problem_statement": task.problem_statement,
+           "version": "4.2", "created_at": "2024-03-04T00:00:00Z", "FAIL_TO_PASS": json.dumps(list(F2P)),
+           "PASS_TO_PASS": json.dumps(list(P2P))}
+    (tmp_path / "rows.jsonl").write_text(json.dumps(row) + "\n")
+    made = _cli("data", "swe-bench", "--rows", str(tmp_path / "rows.jsonl"), "--repos", str(tmp_path / "repos"),
+                "--out", str(tmp_path / "data"), "--cache", str(tmp_path / "cache"))
+    assert made.returncode == 0, made.stderr
+    report = json.loads((tmp_path / "data" / "report.json").read_text())
+    assert report["served"] == 1, report["skipped"]
+    served = json.loads((tmp_path / "data" / "tasks.jsonl").read_text())
+    assert served["test_cmd"] == DJANGO_TEST_CMD and served["base_commit"] == task.base_commit
+    assert (served["FAIL_TO_PASS"], served["PASS_TO_PASS"]) == (list(F2P), list(P2P))
+    assert served["environment_setup"]["python"]  # the (repo, version) table's environment
+    (tmp_path / "tasks.jsonl").write_text(json.dumps({**served, "environment_setup": ENV.to_dict()}) + "\n")
+    graded = _cli("eval", "swe", "--tasks", str(tmp_path / "tasks.jsonl"), "--repos", str(tmp_path / "repos"),
+                  "--gold", "--out", str(tmp_path / "eval"))
+    assert graded.returncode == 0, graded.stderr
+    summary = json.loads((tmp_path / "eval" / "summary.json").read_text())
+    assert summary["statuses"] == {"resolved": 1}, summary
