@@ -71,6 +71,10 @@ def test_a_request_may_carry_the_tables_shell_steps_only():
         task_from_request({**ROW, "repo": "pallets/flask", "environment_setup": changed})
     with pytest.raises(UntrustedInput, match="environment_setup.build_env"):  # checked again at the build
         build_env(EnvSpec(python="3.9", build_env=(("LD_PRELOAD", "/x"),), trusted=False), Path("/nonexistent"))
+    inferred = task_from_request({**ROW, "environment_setup": {"python": "3.9", "install": ".[test]"}})
+    assert inferred.env.install == ".[test]" and not inferred.env.trusted  # the project of the node's mirror
+    with pytest.raises(UntrustedInput, match="environment_setup.install"):
+        task_from_request({**ROW, "environment_setup": {"python": "3.9", "install": "./../../srv/other"}})
     plain = task_from_request({**ROW, "environment_setup": {"python": "3.9", "requirements": ["pytest>=7; python_version>'3'"]}})
     assert not plain.env.trusted
 

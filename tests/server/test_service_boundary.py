@@ -50,7 +50,7 @@ def _row(tasks, **environment_setup):
 ATTACKS = [
     ("pre_install", {"python": "3.11", "pre_install": ["touch {marker}; id >&2; exit 1"]}),
     ("build_env", {"python": "3.11", "build_env": {"LD_PRELOAD": "{marker}"}}),
-    ("install", {"python": "3.11", "install": "."}),
+    ("install", {"python": "3.11", "install": ". --config-settings={marker}"}),
     ("requirements", {"requirements": ["evil @ file://{marker}"]}),
     ("requirements", {"requirements": ["--index-url=http://127.0.0.1:9/{marker}"]}),
     ("requirement_files", {"python": "3.11", "requirement_files": ["../../{marker}"]}),

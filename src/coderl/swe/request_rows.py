@@ -12,12 +12,15 @@ SWE-bench trusts the specs its images are built from; a row in a request to the 
 - otherwise declarative fields: ``python``, ``requirements`` (names with version specifiers and
   markers: no URL, path or option), ``resolved_at``, ``requirement_files`` and ``pythonpath``
   (relative paths in the tree), ``source`` (``owner/name@sha``: a snapshot of this node's
-  mirrors), and shell-bearing fields only as one of its repository's table entries has them (the
-  node's own text; ``pre_install`` runs in the build sandbox all the same). Such a spec is marked
-  untrusted (``EnvSpec.trusted``) and installed from wheels only, so no package's build code runs.
+  mirrors), ``install`` (``.`` or ``.[extras]``: the project of that snapshot, whose build code
+  is the operator's mirror's, as a table's ``install`` is; rows ``coderl data`` infers for
+  repositories without a table carry one), and ``pre_install`` and ``build_env`` only as one of
+  its repository's table entries has them (the node's own text; ``pre_install`` runs in the build
+  sandbox all the same). Such a spec is marked untrusted (``EnvSpec.trusted``) and its packages
+  are installed from wheels only, so no request-named package's build code runs.
 
-Any other ``pre_install`` (shell), ``build_env`` (variables every build process sees,
-``LD_PRELOAD`` among them) or ``install`` (the project's own build code) is refused with
+Any other ``pre_install`` (shell steps) or ``build_env`` (variables every build process sees,
+``LD_PRELOAD`` among them), or an ``install`` that is not the project itself, is refused with
 `UntrustedInput` naming the field, before anything runs. The row's ``repo`` must be a plain
 ``owner/name`` (it names a mirror of this node, never a path; the store checks ``base_commit``).
 """
@@ -39,12 +42,10 @@ _REPO = re.compile(r"^(?!\.\.?/)[A-Za-z0-9_.-]+/(?!\.\.?$)[A-Za-z0-9_.-]+$")  # 
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 _PYTHON = re.compile(r"^3\.\d{1,2}$")
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}([T ][0-9:.]+(Z|[+-]\d{2}:?\d{2})?)?$")
-_SHELL_FIELDS = {
-    "pre_install": "shell steps",
-    "build_env": "variables every build process sees",
-    "install": "the project's own build code",
-}
-_NO_SHELL: tuple[tuple[str, ...], str, tuple[tuple[str, str], ...]] = ((), "", ())
+_SHELL_FIELDS = {"pre_install": "shell steps", "build_env": "variables every build process sees"}
+_INSTALL = re.compile(r"^\.(\[[A-Za-z0-9_.,-]+\])?$")  # the snapshot's project, with extras
+ShellFields = tuple[tuple[str, ...], tuple[tuple[str, str], ...]]
+_NO_SHELL: ShellFields = ((), ())
 
 
 def task_from_request(row: dict[str, Any]) -> RepoTask:
@@ -70,24 +71,23 @@ def is_table_spec(repo: str, spec: EnvSpec) -> bool:
                for version in env_tables().get(repo, {}))
 
 
-def table_shell_fields(repo: str) -> list[tuple[tuple[str, ...], str, tuple[tuple[str, str], ...]]]:
-    """(pre_install, install, build_env) of each of the bundled tables' entries for ``repo``, as
+def table_shell_fields(repo: str) -> list[ShellFields]:
+    """(pre_install, build_env) of each of the bundled tables' entries for ``repo``, as
     the tables give them (SWE-bench's entry with coderl's overlay: `env_tables.table_entry`)."""
     out = []
     for version in env_tables().get(repo, {}):
         entry = table_entry(repo, version) or {}
-        out.append((tuple(entry.get("pre_install") or ()), entry.get("install") or "",
-                    tuple(sorted((entry.get("build_env") or {}).items()))))
+        out.append((tuple(entry.get("pre_install") or ()), tuple(sorted((entry.get("build_env") or {}).items()))))
     return out
 
 
 @functools.cache
-def _every_tables_shell_fields() -> frozenset[tuple[tuple[str, ...], str, tuple[tuple[str, str], ...]]]:
+def _every_tables_shell_fields() -> frozenset[ShellFields]:
     return frozenset([_NO_SHELL, *(f for repo in env_tables() for f in table_shell_fields(repo))])
 
 
-def _shell_fields(spec: EnvSpec) -> tuple[tuple[str, ...], str, tuple[tuple[str, str], ...]]:
-    return spec.pre_install, spec.install, spec.build_env
+def _shell_fields(spec: EnvSpec) -> ShellFields:
+    return spec.pre_install, spec.build_env
 
 
 def _refuse_shell(spec: EnvSpec) -> None:
@@ -96,15 +96,19 @@ def _refuse_shell(spec: EnvSpec) -> None:
         f"environment_setup.{name} is refused in a request: it runs {what} on the service's host, so only the "
         "operator's task files or the bundled environment tables may give it. A request names a table entry "
         "of its repository or declarative fields (python, requirements, requirement_files, resolved_at, "
-        "pythonpath, source)")
+        "pythonpath, source, install of the project itself)")
 
 
 def check_untrusted_spec(spec: EnvSpec) -> None:
     """Raise `UntrustedInput` naming the first field of an untrusted ``spec`` that only the operator
-    may give: shell-bearing fields other than a table entry's own, a requirement that is not a
+    may give: shell steps or build variables other than a table entry's own, an install that is not
+    the project itself, a requirement that is not a
     name with specifiers, a path out of the tree, a malformed version, date or source."""
     if _shell_fields(spec) not in _every_tables_shell_fields():
         _refuse_shell(spec)
+    if spec.install and not _INSTALL.match(spec.install):
+        raise UntrustedInput(f"environment_setup.install must be '.' or '.[extras]' (the project itself), got "
+                             f"{spec.install[:120]!r}")
     for requirement in spec.requirements:
         _requirement(requirement)
     for field, paths in (("requirement_files", spec.requirement_files), ("pythonpath", spec.pythonpath)):
