@@ -110,7 +110,7 @@ class TooLarge(BadRequest):
 
 class UntrustedInput(BadRequest):
     """A request over the network asks for something only the node's operator may give: a shell
-    step, a build variable, a package source, a project build (names the field). Such input runs
+    step, a build variable, a package URL, an install target other than the project (names the field). Such input runs
     on the host when the environment is built, so it comes from the operator's task files or the
     bundled environment tables only (docs/deploy.md, "Who may call")."""
 
