@@ -78,8 +78,19 @@ def run(cache: Path, coro_fn):
     return asyncio.run(main())
 
 
-def test_task_directories_are_read():
+def test_task_directories_are_read(tmp_path):
     hello, mean, port = task("hello-shell"), task("mean-python"), task("port-from-etc")
+    assert not hello.workdir_only and [task(n).image_tag == task("etc-config").image_tag.replace("etc-config", n)
+                                       for n in TERMINAL_TASKS] == [True] * 4  # one image, four tags
+    strict = tmp_path / "strict"
+    (strict / "tests").mkdir(parents=True)
+    (strict / "instruction.md").write_text("x\n")
+    (strict / "tests" / "test.sh").write_text("")
+    (strict / "task.toml").write_text('[verifier]\nworkdir_only = true\n[environment]\ndocker_image = "x"\n')
+    assert HarborTask.from_dir(strict).workdir_only
+    (strict / "task.toml").write_text('[verifier]\nworkdir_only = "yes"\n[environment]\ndocker_image = "x"\n')
+    with pytest.raises(InvalidTask, match="workdir_only must be true or false"):
+        HarborTask.from_dir(strict)
     assert (hello.agent_timeout_s, hello.verifier_timeout_s, hello.memory_mb, hello.storage_mb) == (120, 60, 512, 256)
     assert mean.verifier_env == {"PYTHONDONTWRITEBYTECODE": "1"} and port.workdir == "/app"
     assert "/etc/greeter/config.ini" in port.instruction and hello.image == ""
@@ -270,16 +281,25 @@ def test_data_and_eval_commands(cache, tmp_path):
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "exactly one of" in bad.stderr, bad.stderr
 
 
-@pytest.mark.heavy  # the stock harness in an image session: ~7 min here, past CI's budget
+ETC_ANSWER = ("sed -i 's/^port = 8080$/port = 9090/' /etc/greeter/greeter.conf && "
+              "sed -i '/^\\[server\\]$/a motd = hello from etc' /etc/greeter/greeter.conf && cat /etc/greeter/greeter.conf")
+
+
+@pytest.mark.heavy  # the stock harness in an image session: ~7 min here each, past CI's budget
 @pytest.mark.verl
 @pytest.mark.skipif(not mini_episode.installed(), reason=mini_episode.MISSING)
-def test_stock_harness_through_the_agent_loop(cache, tmp_path):
+@pytest.mark.parametrize(("name", "command"), [
+    ("hello-shell", "echo 'Hello, world!' > /app/hello.txt && cat /app/hello.txt"),
+    ("etc-config", ETC_ANSWER)])
+def test_stock_harness_through_the_agent_loop(cache, tmp_path, name, command):
     """A `coderl data harbor` row through the verl agent loop: the unmodified mini-swe-agent in the
-    task's minimal Debian image (no Python, no libssl there), its diff graded by the task's verifier: reward 1."""
+    task's image (hello-shell: minimal Debian, no Python, no libssl there; etc-config: its answer is
+    under /etc, outside the work dir), graded by the task's verifier in the container the episode
+    left: reward 1."""
     from coderl.data.harbor import harbor_row
 
-    row = harbor_row(task("hello-shell"), "", cache)
-    out = mini_episode.run_mini_episode(tmp_path, "echo 'Hello, world!' > /app/hello.txt && cat /app/hello.txt",
+    row = harbor_row(task(name), "", cache)
+    out = mini_episode.run_mini_episode(tmp_path, command,
                                         prompt=row["prompt"], extra_info=row["extra_info"],
                                         data_source=row["data_source"], reward_model=row["reward_model"])
     extra = out.extra_fields
