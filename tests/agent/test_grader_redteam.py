@@ -552,7 +552,9 @@ SHAPES = {
         "class TestRect:\n    def test_rect(self):\n        assert rect(2, 3) == 6\n\n"
         "    @pytest.mark.parametrize('w, h', [(1, 2), (3, 4)])\n    def test_grid(self, w, h):\n"
         "        assert rect(w, h) == w * h\n\n\n"
-        "@pytest.mark.xfail(reason='known upstream', strict=False)\ndef test_known_bug():\n    assert rect(1, 1) == 2\n"),
+        "@pytest.mark.xfail(reason='known upstream', strict=False)\ndef test_known_bug():\n    assert rect(1, 1) == 2\n\n\n"
+        "@mock.patch('os.getcwd', return_value='/y')\nclass TestPatchedClass:  # each test wrapped by the class's decorator\n"
+        "    def test_wrapped(self, cwd):\n        assert os.getcwd() == '/y'\n"),
 }
 SHAPES_FIX = {"geometry/shapes/area.py": SHAPES["geometry/shapes/area.py"].replace("side * 2", "side * side")}
 LABELS = ["a b", "x[1]", "caf\\xe9", "\\u65e5\\u672c"]  # pytest's ids escape what is not ASCII
@@ -586,7 +588,8 @@ def test_swe_shaped_rows_resolve_with_their_gold_patch_and_not_without(tmp_path)
                       fail_to_pass=tuple(f"{f}::test_labels[{label}]" for label in LABELS),
                       pass_to_pass=(f"{f}::TestShared::test_shared", f"{f}::test_patched",
                                     f"{f}::TestRect::test_rect", f"{f}::TestRect::test_grid[1-2]",
-                                    f"{f}::TestRect::test_grid[3-4]", f"{f}::test_known_bug"),
+                                    f"{f}::TestRect::test_grid[3-4]", f"{f}::test_known_bug",
+                                    f"{f}::TestPatchedClass::test_wrapped"),
                       gold_patch=gold, env=ENV)
     sha, gold = make_repo(tmp_path / "repos", "srclib", SRCLIB, SRCLIB_FIX)
     srclib = RepoTask(instance_id="redteam__srclib-1", repo="redteam/srclib", base_commit=sha, problem_statement="",

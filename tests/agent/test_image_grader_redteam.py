@@ -18,6 +18,7 @@ from tests.agent.test_grader_redteam import (
     EXTRA,
     SUB,
     Attack,
+    _with_add,
     assert_attack_fails,
     assert_golds_resolve,
     calc_task,
@@ -35,14 +36,29 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
 
 
 @pytest.fixture(scope="module")
-def redteam(tmp_path_factory):
+def calc_image(tmp_path_factory):
+    """(root, the calc task, its snapshot, the image holding it at /testbed)."""
     root = tmp_path_factory.mktemp("redteam")
     task = calc_task(root)
     snapshot = RepoStore(root / "repos", root / "cache").snapshot(task.repo, task.base_commit)
     context = root / "image"
     shutil.copytree(snapshot, context / "testbed", ignore=shutil.ignore_patterns(".git"))
     shutil.copytree(flask_wheels(), context / "wheels")
-    image = built_image("redteam-calc", context, swe_dockerfile("/testbed"))
+    return root, task, snapshot, built_image("redteam-calc", context, swe_dockerfile("/testbed"))
+
+
+def grade_in_image(root, image, items: list) -> list:
+    async def main():
+        async with SessionHost() as host:
+            grader = ImageRepoGrader(host, root / "images", concurrency=3)
+            return await asyncio.gather(*(grader.grade(t, image, diff) for t, diff in items))
+
+    return asyncio.run(main())
+
+
+@pytest.fixture(scope="module")
+def redteam(calc_image):
+    root, task, snapshot, image = calc_image
     test_patch = make_diff(snapshot, root / "scratch", Attack("test patch", {"tests/test_extra.py": (
         "from calc import add\n\n\ndef test_add_more():\n    assert add(10, 5) == 15\n")}, ""))
     tasks = {"calc": task, "calc-tp": dataclasses.replace(task, instance_id="redteam__calc-2", test_patch=test_patch,
@@ -50,12 +66,7 @@ def redteam(tmp_path_factory):
     items = [*((t, t.gold_patch) for t in tasks.values()),
              *((tasks[a.task], make_diff(snapshot, root / "scratch", a)) for a in ATTACKS)]
 
-    async def main():
-        async with SessionHost() as host:
-            grader = ImageRepoGrader(host, root / "images", concurrency=3)
-            return await asyncio.gather(*(grader.grade(t, image, diff) for t, diff in items))
-
-    results = asyncio.run(main())
+    results = grade_in_image(root, image, items)
     return results[:2], dict(zip((a.id for a in ATTACKS), results[2:], strict=True))
 
 
@@ -66,3 +77,19 @@ def test_calc_gold_resolves_in_the_image(redteam):
 @pytest.mark.parametrize("attack", ATTACKS, ids=[a.id for a in ATTACKS])
 def test_attack_is_not_resolved_in_the_image(redteam, attack):
     assert_attack_fails(redteam[1][attack.id], attack)
+
+
+def test_the_images_interpreter_is_read_only_while_grading(calc_image):
+    """The code under test tries to create a file in each directory of the image's interpreter
+    install (its site-packages, the standard library, the prefix): each is refused (issue 43 item
+    4), while the work dir stays writable."""
+    root, task, snapshot, image = calc_image
+    probe = ("    import os, sys, sysconfig, _pytest\n"
+             "    for d in {os.path.dirname(os.path.dirname(_pytest.__file__)), sysconfig.get_paths()['stdlib'], sys.prefix, '.'}:\n"
+             "        try:\n            os.close(os.open(os.path.join(d, 'planted.py'), os.O_WRONLY | os.O_CREAT, 0o644))\n"
+             "            print('WROTE', d)\n        except OSError as exc:\n            print('BLOCKED', d, exc.errno)")
+    diff = make_diff(snapshot, root / "scratch", Attack("probe", {"calc/__init__.py": _with_add(probe)}, "unresolved"))
+    (r,) = grade_in_image(root, image, [(task, diff)])
+    assert (r.status, r.reward) == ("unresolved", 0.0), r
+    assert r.log_tail.count("BLOCKED") == 3 and r.log_tail.count("WROTE") == 1, r.log_tail[-3000:]
+    assert "WROTE ." in r.log_tail, r.log_tail[-3000:]

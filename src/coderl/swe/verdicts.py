@@ -11,7 +11,9 @@ raised nothing). ``XFAIL`` passes only for a test the test file itself marks ``x
 never passes; a test with no records is ``missing``.
 
 ``tampered`` (reward 0) is any inconsistency only a patch working against the grader produces:
-a record whose HMAC or sequence is wrong; a report that disagrees with what the call raised; a
+a record whose HMAC or sequence is wrong, one the launcher's writer marked ``forged`` (sent by code
+that is not the grader's), a record written twice, out of order or after pytest finished
+(``_order``); a report that disagrees with what the call raised; a
 test module, conftest, plugin, runner-named module or the file a test function's code comes from
 whose bytes are not the base commit's (or,
 for the test files, what they were before the run); a function of pytest, pluggy or the reporter

@@ -17,7 +17,8 @@ The process forks before any code of the repository can run:
   never read for verdicts: written there directly, not through the supervisor, which would only
   copy it and, on a busy machine, wait for a CPU to do so); the records pipe sits at a random
   descriptor number, not inheritable; every record carries an HMAC keyed by the spec's nonce (read
-  from stdin, never in the environment or argv), so a record written by anything but the reporter
+  from stdin, never in the environment or argv), computed by an audit hook that no Python object
+  of the process leads to (``sender``), so a record written by anything but the grader's own code
   is detectable. ``sys.path`` is the standard library, then the environment's site-packages, and
   only once pytest, pluggy and the reporter are imported (and checked to come from there) the
   work-tree entries of the environment's ``.pth``. ``os.environ`` is replaced whole (no

@@ -2,8 +2,11 @@
 
 Loaded by ``launcher.py`` from its read-only path (never by name from ``sys.path``) and handed to
 ``pytest.main(plugins=[...])``, so it is registered before any conftest or test module is imported.
-It writes records through the ``send`` the launcher gives it (an HMAC-keyed line on a pipe to the
-supervisor); the host (``coderl.swe.verdicts``) reads them and cross-checks them. What it records:
+It writes records through the ``send`` the launcher gives it (an audit event that the launcher's
+writer, unreachable from Python objects, turns into an HMAC-keyed line on a pipe to the supervisor,
+only when raised by the grader's own code); the host (``coderl.swe.verdicts``) reads them and
+cross-checks them. Where code comes from is decided on code objects (``rewrites.Provenance``),
+never on the names they carry. What it records:
 
 - ``item``: each wanted test (FAIL_TO_PASS / PASS_TO_PASS) collected, whether it carried an
   ``xfail`` marker at collection (from the test file, which is the base commit's), and the file

@@ -67,6 +67,7 @@ class Pristine:
 
             self._as_path = py.path.local
         self._sources: dict[str, bytes | None] = {}
+        self._decorated: dict[str, frozenset[int]] = {}
         self._keep: dict[str, frozenset[str]] = {}
         self._codes: dict[str, dict[tuple[int, str], list]] = {}
         self._done: dict[str, set] = {}
@@ -101,11 +102,12 @@ class Pristine:
         return False
 
     def decorated(self, code) -> bool:  # type: ignore[no-untyped-def]
-        """Whether the function ``code`` (one ``holds`` found) is decorated in its file: its first
-        line (the first decorator's, when it has one) starts with ``@``."""
-        lines = (self._sources.get(code.co_filename) or b"").splitlines()
-        line = lines[code.co_firstlineno - 1] if 0 < code.co_firstlineno <= len(lines) else b""
-        return line.lstrip().startswith(b"@")
+        """Whether the function ``code`` (one ``holds`` found) is decorated in its file, itself or
+        by a class around it (``@mock.patch`` on a test class wraps each of its tests)."""
+        path = code.co_filename
+        if path not in self._decorated:
+            self._decorated[path] = _decorated_lines(self._parse, self._sources.get(path))
+        return code.co_firstlineno in self._decorated[path]
 
     def _compiled(self, path: str, variant: str, partial: bool, config) -> None:  # type: ignore[no-untyped-def]
         self._done[path].add((variant, partial))
@@ -128,6 +130,26 @@ class Pristine:
             code = todo.pop()
             index.setdefault((code.co_firstlineno, code.co_name), []).append(code)
             todo.extend(c for c in code.co_consts if isinstance(c, type(module)))
+
+
+def _decorated_lines(parse, source: bytes | None) -> frozenset[int]:  # type: ignore[no-untyped-def]
+    """The first lines (``co_firstlineno``) of the functions in ``source`` that a decorator wraps:
+    their own, or one of a class they are defined in."""
+    try:
+        tree = parse(source or b"")
+    except (SyntaxError, ValueError):
+        return frozenset()
+    lines: set[int] = set()
+    todo = [(node, False) for node in tree.body]
+    while todo:
+        node, wrapped = todo.pop()
+        kind = type(node).__name__
+        own = bool(getattr(node, "decorator_list", None))
+        if kind in ("FunctionDef", "AsyncFunctionDef") and (own or wrapped):
+            lines.add(node.decorator_list[0].lineno if own else node.lineno)
+        if kind == "ClassDef":
+            todo.extend((child, wrapped or own) for child in node.body)
+    return frozenset(lines)
 
 
 def _kept(node, index: int, names: frozenset[str]) -> bool:  # type: ignore[no-untyped-def]
