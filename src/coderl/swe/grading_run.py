@@ -113,23 +113,37 @@ def base_tree(snapshot: Path) -> dict[str, str]:
 
 
 RUNNER_PACKAGES = ("_pytest", "pytest", "pluggy")  # what the launcher imports to run and report the tests
+# what pytest imports from the environment before any test module (its ini parser, its terminal
+# writer's highlighter, its version checks): a repository of one of these is tested against the
+# environment's copy, never the work tree's
+RUNNER_DEPENDENCIES = ("iniconfig", "pygments", "packaging")
 
 
 def runner_repository(base: dict[str, str]) -> str | None:
     """Why a repository cannot be graded by our reporter, when its base commit is the test runner
     itself (``pytest-dev/pytest``, ``pytest-dev/pluggy``: a package the launcher imports to run the
-    tests, at the top of the tree or under ``src/``), else None. Its tests import the work tree's
-    ``_pytest`` and run under the pytest they test (its ``pytester`` runs it in process): the
-    runner that makes the verdicts would be code the diff writes, so every record could be
-    forged; and the environment's pristine pytest as the runner would shadow the work tree's, so
-    the fix would never run (a right fix graded wrong). Decided from the base commit alone, so a
-    diff that adds such a package makes no repository ungradable (it is a runner shadow, checked as
-    one)."""
-    for package in RUNNER_PACKAGES:
+    tests, at the top of the tree or under ``src/``), or a package the runner imports before the
+    tests run (``RUNNER_DEPENDENCIES``: ``pytest-dev/iniconfig``, ``pygments/pygments``,
+    ``pypa/packaging``), else None. For the runner: its tests import the work tree's ``_pytest``
+    and run under the pytest they test (its ``pytester`` runs it in process): the runner that
+    makes the verdicts would be code the diff writes, so every record could be forged; and the
+    environment's pristine pytest as the runner would shadow the work tree's, so the fix would
+    never run (a right fix graded wrong). For a runner's dependency: the environment's copy is in
+    ``sys.modules`` before any test module is imported, so the tests import it, not the work
+    tree's, and a right fix is graded wrong (measured: a fix to ``pygments/`` or ``packaging/``,
+    ``missing`` at collection). Never scored, rather than scored 0. Decided from the base commit
+    alone, so a diff that adds such a package makes no repository ungradable (it is a runner
+    shadow, checked as one)."""
+    for package in (*RUNNER_PACKAGES, *RUNNER_DEPENDENCIES):
         for top in ("", "src/"):
-            if f"{top}{package}/__init__.py" in base:
+            if f"{top}{package}/__init__.py" not in base:
+                continue
+            if package in RUNNER_PACKAGES:
                 return (f"not gradable: the repository is the test runner itself ({top}{package}/ in the base commit): "
                         "its tests run under the pytest they test, whose reports the diff would write")
+            return (f"not gradable: the repository is a package the test runner imports ({top}{package}/ in the base "
+                    "commit): pytest imports the environment's copy before the tests, so they would test it, "
+                    "not the work tree's")
     return None
 
 
