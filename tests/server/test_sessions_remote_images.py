@@ -107,22 +107,29 @@ def test_grade_route_gold_resolves_and_empty_does_not(service, image, row):
 
 def test_harbor_task_by_name(service):
     """hello-shell by its name on the node: the agent's session (/app), the oracle's command there,
-    graded by the task's verifier (1); no change graded over /v1/swe/grade (0)."""
+    graded by the task's verifier (1) in the container the session left (a session that also
+    replaced the verifier's `cat`: tampered); no change graded over /v1/swe/grade (0)."""
     async def main():
         async with SessionService(service, timeout_s=600) as sessions:
             s = await sessions.open(harbor={"task": "hello-shell"}, limits=LIMITS)
+            forged = await sessions.open(harbor={"task": "hello-shell"}, limits=LIMITS)
             try:
                 r = await s.exec("pwd; ls /tests 2>&1; echo 'Hello, world!' > hello.txt")
                 assert s.workdir == "/app" and r.stdout.startswith("/app\n") and "No such file" in r.stdout, r
                 solved = await s.grade()
+                await forged.exec("echo 'Hello, world!' > hello.txt && printf '#!/bin/sh\\necho ok\\n' > /usr/bin/cat")
+                tampered = await forged.grade()
             finally:
                 await s.close()
+                await forged.close()
         async with SandboxClient(service, timeout_s=600) as client:
             (empty,) = await client.grade_swe([{"harbor": {"task": "hello-shell"}, "patch": ""}])
-        return solved, empty
+        return solved, tampered, empty
 
-    solved, empty = asyncio.run(main())
+    solved, tampered, empty = asyncio.run(main())
     assert (solved["status"], solved["reward"], solved["instance_id"]) == ("resolved", 1.0, "hello-shell"), solved
+    assert (tampered["status"], tampered["reward"]) == ("tampered", 0.0), tampered
+    assert "the image's /usr/bin/cat was changed" in tampered["findings"], tampered
     assert (empty["status"], empty["reward"]) == ("unresolved", 0.0), empty
 
 

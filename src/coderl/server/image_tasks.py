@@ -48,7 +48,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from coderl.errors import ImageNotPulled, ImageUnavailable, InvalidTask, SandboxError
 from coderl.sandbox.image_build import BUILT_REPOSITORY
 from coderl.sandbox.image_rootfs import USER_SPEC, ImageRoot, unpacked
-from coderl.sandbox.session import Session, SessionHost, SessionLimits
+from coderl.sandbox.session import EpisodeState, Session, SessionHost, SessionLimits
 from coderl.swe.grade_status import GradeStatus
 from coderl.swe.grader import GradeResult
 from coderl.swe.harbor import HarborTask
@@ -153,10 +153,11 @@ class NodeImages:
         return await self.host.open_image(root, workdir=task.workdir, user=task.user, limits=limits, ro_binds=ro_binds,
                                           gateway_socket=gateway_socket, gateway_port=gateway_port)
 
-    async def grade(self, task: ImageTask, diff: str) -> GradeResult | HarborResult:
-        """The diff graded in a fresh sandbox from the pristine image (the task's verifier for Harbor)."""
+    async def grade(self, task: ImageTask, diff: str, state: EpisodeState | None = None) -> GradeResult | HarborResult:
+        """The diff graded in a fresh sandbox from the pristine image; a Harbor task's verifier on
+        the container the session left (``state``, removed once graded) when given."""
         if task.harbor is not None:
-            return await self.runner.grade(task.harbor, diff)
+            return await self.runner.grade(task.harbor, diff, state)
         assert task.repo is not None
         try:
             image = await self.root(task.image)

@@ -120,6 +120,7 @@ class Lease:
     warm: bool
     started_s: float
     busy: int = 0
+    graded: Any = None  # a Harbor task's grade, made once on the container the session left (its state is spent)
 
     @property
     def remaining_s(self) -> float:
@@ -259,10 +260,16 @@ class SessionRegistry:
 
     async def grade(self, lease: Lease) -> tuple[str, GradeResult | HarborResult]:
         """The session's diff (``finish``), graded against its task in a fresh sandbox (from the
-        pristine image for an image-backed task)."""
+        pristine image for an image-backed task; a Harbor task's verifier on the container the
+        session left, unless the task grades its work dir only: once, the same answer after)."""
         if lease.task is None and lease.image_task is None:
             raise BadRequest(f"session {lease.id} was opened without a task: there is nothing to grade against")
         diff = await lease.session.finish()
+        harbor = lease.image_task.harbor if lease.image_task is not None else None
+        if lease.image_task is not None and harbor is not None and not harbor.workdir_only:
+            if lease.graded is None:
+                lease.graded = await self.images.grade(lease.image_task, diff, await lease.session.keep_state())
+            return diff, lease.graded
         if lease.image_task is not None:
             return diff, await self.images.grade(lease.image_task, diff)
         assert self.grader is not None and lease.task is not None
