@@ -11,6 +11,7 @@ from pathlib import Path
 
 from coderl.records.code import code_record, tool_run
 from coderl.records.writer import RecordSettings, write_record
+from coderl.swe.hack_signals import judged_signals
 
 VERDICTS = ("accepted", "wrong_answer", "runtime_error", "time_limit", "sandbox_error", "no_code")
 PROMPT = ("You are given two integers a and b on one line. Print their sum. Constraints: 1 <= a, b <= 10^9. "
@@ -46,10 +47,13 @@ def write_code_run(record_dir: Path, samples: int, *, group_size: int = 4, steps
                       "raw_prompt": [{"role": "user", "content": f"Problem {i // group_size}: {PROMPT}"}],
                       "extras": {"coderl_tool_runs": runs}}
         passed = 3 if verdict == "accepted" else rng.randint(0, 2)
+        # every 7th wrong answer exited before the judge's completion signal (reward-hack telemetry)
+        early = verdict == "wrong_answer" and i % 7 == 0
         judged = {"verdict": verdict, "cases": [
-            {"verdict": "accepted" if k < passed else verdict, "message": "",
+            {"verdict": "accepted" if k < passed else verdict,
+             "message": "the tests did not run to the end (no completion signal)" if early and k == passed else "",
              "run": {"status": "ok", "wall_s": 0.01, "stdout": f"{k}\n", "stderr": ""}} for k in range(3)]}
         scored = {"score": 1.0 if verdict == "accepted" else 0.0, "verdict": verdict,
                   "sandbox_error": int(verdict == "sandbox_error"), "tool_calls": calls, "tests_passed": passed,
-                  "tests_total": 3}
+                  "tests_total": 3, **judged_signals(judged)}
         write_record(settings, extra_info, code_record("livecodebench", text, extra_info, judged, scored, answer))

@@ -61,8 +61,10 @@ def test_overview_and_filters(browser, code_run, tmp_path):
     errors: list[str] = []
     page = open_page(browser, str(html), errors)
     expect(page.locator("#summary")).to_have_text(f"{SAMPLES} samples, 0 skipped")
-    expect(page.locator("#overview .plot")).to_have_count(5)
+    expect(page.locator("#overview .plot")).to_have_count(6)  # the reward-hack signals' plot among them
     assert page.locator("#overview .plot svg circle").count() >= 6  # a point per step
+    ended = sum(s["hack"]["ended_early"] for s in samples)
+    assert ended > 0 and sum(int(t) for t in page.locator("#overview td.hack-ended_early").all_inner_texts()) == ended
     page.screenshot(path=str(shots(tmp_path) / "view_overview.png"), full_page=True)
 
     page.click("#nav-samples")

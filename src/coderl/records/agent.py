@@ -22,6 +22,7 @@ from typing import Any
 from coderl.gateway.trajectory import common_prefix
 from coderl.records.code import messages
 from coderl.records.writer import RecordSettings, group_key, record_safely
+from coderl.swe.hack_signals import record_block
 
 
 def record_episode(kwargs: dict[str, Any], session: Any, tokenizer: Any, *, response_ids: list[int],
@@ -67,12 +68,13 @@ def agent_record(kwargs: dict[str, Any], session: Any, tokenizer: Any, *, respon
                     "generation_s": summary["generation_s"], "output_tail": extra.get("agent_output_tail", ""),
                     "error": extra.get("agent_error", "")},
         "diff": getattr(harness, "diff", None) or "",
+        "hack": record_block(extra),  # reward-hack telemetry (coderl.swe.hack_signals)
         "truncated": truncated,
     }
     if grade is not None:
         record["grader"] = {"status": grade.status, "reward": grade.reward, "fail_to_pass": grade.fail_to_pass,
                             "pass_to_pass": grade.pass_to_pass, "tests_touched": grade.tests_touched,
-                            "message": grade.message, "log": grade.log_tail, "wall_s": grade.wall_s}
+                            "findings": list(getattr(grade, "findings", []) or []), "message": grade.message, "log": grade.log_tail, "wall_s": grade.wall_s}
     return record
 
 

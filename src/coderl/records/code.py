@@ -19,6 +19,7 @@ from typing import Any
 
 from coderl.judge.final_answer import TOOL_CALL_BLOCK
 from coderl.records.writer import group_key
+from coderl.swe.hack_signals import record_block
 
 TOOL_RUNS_KEY = "coderl_tool_runs"  # in agent_data.extra_fields["extras"], appended to by the code tool
 _TOOL_RESPONSE = re.compile(r"<tool_response>\s*(.*?)\s*(?:</tool_response>|\Z)", re.S)
@@ -38,7 +39,7 @@ def code_record(data_source: str, solution_str: str, extra_info: dict[str, Any],
             "response_sha1": response_sha1(solution_str),
             "tool_runs": [dict(r) for r in ((extra_info.get("extras") or {}).get(TOOL_RUNS_KEY) or [])
                           if isinstance(r, dict)],
-            "answer": answer, "judge": judge_details(judged)}
+            "answer": answer, "judge": judge_details(judged), "hack": record_block(scored)}
 
 
 def response_sha1(response: str) -> str:

@@ -35,7 +35,7 @@ EXCEPTION_TYPE = "SandboxError"  # coderl.errors' class for a failure on our sid
 # an infrastructure failure: retry it, do not grade it, its reward is not a reward (Harbor's policy fields)
 NOT_A_REWARD = {"should_retry": True, "should_grade": False, "has_valid_reward": False}
 RECORD_FACTS = ("kind", "group", "split", "step", "index", "verdict", "grade_status", "sandbox_error", "tool_calls",
-                "tests_passed", "tests_total", "harness")
+                "tests_passed", "tests_total", "harness", "hack")
 
 
 @dataclass

@@ -59,6 +59,7 @@ from coderl.gateway.core import SessionConfig
 from coderl.records.agent import record_episode
 from coderl.swe.grade_status import GradeStatus
 from coderl.swe.grader import GradeResult
+from coderl.swe.hack_signals import episode_signals
 from coderl.swe.harbor_grader import HarborResult
 from coderl.swe.harness import HarnessResult, run_in_sandbox, run_on_host
 from coderl.swe.image_episodes import is_image_row, remote_task
@@ -104,6 +105,7 @@ class GatewayAgentLoop(AgentLoopBase):
                                max_prompt=self.prompt_length, timeout_s=self.timeout_s + 60,
                                sampling=dict(sampling_params))
         gateway.open(sid, config)
+        self._grade = None  # this episode's grader result, once scored
         extra = {"agent_exit_code": -1, "agent_timed_out": 0, "agent_output_limit": 0, "sandbox_error": 0,
                  "agent_isolation": self.placement}
         workdir = Path(tempfile.mkdtemp(prefix="coderl-episode-"))
@@ -143,6 +145,7 @@ class GatewayAgentLoop(AgentLoopBase):
             response_ids, mask, logprobs = [self.tokenizer.eos_token_id], [0], [0.0]
         score_started = time.monotonic()
         reward = None
+        extra.update(episode_signals())  # every path carries the telemetry keys
         if extra["sandbox_error"]:
             mask = [0] * len(mask)
             reward = 0.0
@@ -153,6 +156,7 @@ class GatewayAgentLoop(AgentLoopBase):
                 reward, info = 0.0, {"sandbox_error": 1, "agent_error": f"scoring: {type(exc).__name__}: {exc}"[:500]}
                 logger.warning("coderl agent episode %s: scoring failed: %s", sid, exc)
             extra.update(info)
+            extra.update(episode_signals(self._grade))  # reward-hack telemetry, all zeros without a grader
             if info.get("sandbox_error"):  # the grader's infrastructure failed: nothing trains on it
                 mask, reward = [0] * len(mask), 0.0
         record_episode(kwargs, session, self.tokenizer, response_ids=response_ids, mask=mask, logprobs=logprobs,

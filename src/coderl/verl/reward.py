@@ -40,6 +40,8 @@ from coderl.judge.final_answer import final_answer
 from coderl.records.code import code_record
 from coderl.records.samples_log import log_sample
 from coderl.records.writer import RecordSettings, record_safely
+from coderl.swe.hack_signals import KEYS as HACK_KEYS
+from coderl.swe.hack_signals import judged_signals
 
 VERDICT_KEYS = tuple(f"verdict_{v.value}" for v in Verdict if v is not Verdict.SKIPPED)
 # One HTTP client / embedded judge per event loop (each RewardLoopWorker runs one loop); keyed by
@@ -98,7 +100,7 @@ def _record(extra_info: dict, tool_calls: int) -> dict[str, Any]:
     return {"score": 0.0, "acc": 0.0, "verdict": "none", "tests_passed": 0, "tests_total": 0, "pass_rate": 0.0,
             "sandbox_error": 0, "has_code": 0, "extraction": "none", "error": "", "judge_s": 0.0,
             "tool_calls": tool_calls, "num_turns": int(num_turns) if isinstance(num_turns, numbers.Real) else 0,
-            **{k: 0 for k in VERDICT_KEYS}}
+            **{k: 0 for k in VERDICT_KEYS}, **dict.fromkeys(HACK_KEYS, 0)}
 
 
 def _score(out: dict[str, Any], result: dict[str, Any], score_mode: str, format_penalty: float,
@@ -113,6 +115,7 @@ def _score(out: dict[str, Any], result: dict[str, Any], score_mode: str, format_
     if verdict is None:  # unreadable tests: flag as infrastructure, never as the model's failure
         verdict = "sandbox_error"
     out["verdict"] = verdict
+    out.update(judged_signals(result))  # reward-hack telemetry (coderl.swe.hack_signals)
     out["has_code"] = 1
     out["extraction"] = result.get("extraction_rule") or "none"
     out["tests_passed"] = int(result.get("passed", 0))

@@ -23,6 +23,11 @@ allenai/open-instruct#1887). Here such a sample contributes nothing:
   flagged / samples of the step, ``coderl/sandbox_error_samples``, ``coderl/groups_below_two_scored``;
   ``coderl/mask_check_s``, the seconds this check took).
 
+The same metrics carry the step's reward-hack telemetry (`coderl.swe.hack_signals`, from the agent
+loop's episode fields or the code reward's extras): ``coderl/hack/tampered_rate`` (share of the
+step's samples graded ``tampered``) and ``coderl/hack/tampered``, ``coderl/hack/finding/<class>``
+(findings per class), ``coderl/hack/tests_touched``, ``coderl/hack/ended_early``.
+
 Why these hooks: verl 0.9.1's v1 trainer hands an estimator only rewards, ``response_mask`` and the
 group ids (no reward extras, no metrics dict) and never writes a mask an estimator changes back to
 the transfer queue, and the actor reads the masks from there; the sampler sees every trajectory's
@@ -56,6 +61,7 @@ from verl.trainer.ppo.core_algos import (
 from verl.trainer.ppo.v1.replay_buffer import ReplayBuffer
 
 from coderl.records.samples_log import append_line
+from coderl.swe.hack_signals import step_metrics
 
 ESTIMATOR = "grpo_scored"
 RATE_METRIC = "coderl/sandbox_error_rate"
@@ -124,7 +130,8 @@ def mask_sandbox_errors(batch: Any, step: int) -> dict[str, float]:
     real = [i for i, tag in enumerate(batch.tags) if not tag.get("is_padding", False)]
     keys = [batch.keys[i] for i in real]
     data = tq.kv_batch_get(keys=keys, partition_id=batch.partition_id, select_fields=["extra_fields", "response_mask"])
-    flagged = [is_sandbox_error(getattr(value, "data", value)) for value in list(data["extra_fields"])]
+    fields = [getattr(value, "data", value) for value in list(data["extra_fields"])]
+    flagged = [is_sandbox_error(f) for f in fields]
     masks = list(data["response_mask"].unbind())
     bad = [i for i, f in enumerate(flagged) if f]
     if bad:
@@ -141,7 +148,18 @@ def mask_sandbox_errors(batch: Any, step: int) -> dict[str, float]:
                 "record": "sample", "step": step, "key": key, "uid": _group(key), "sandbox_error": int(f),
                 "rollout_trained_tokens": int(mask.sum())})
     return {RATE_METRIC: len(bad) / len(keys) if keys else 0.0, "coderl/sandbox_error_samples": float(len(bad)),
-            "coderl/groups_below_two_scored": float(sum(n < 2 for n in scored_per_group.values()))}
+            "coderl/groups_below_two_scored": float(sum(n < 2 for n in scored_per_group.values())),
+            **step_metrics([hack_fields(f) for f in fields])}
+
+
+def hack_fields(extra_fields: Any) -> dict[str, Any]:
+    """A trajectory's reward-hack telemetry: the agent loop's own fields, else the code reward's
+    extras (under ``reward_extra_info``)."""
+    if not isinstance(extra_fields, dict):
+        return {}
+    reward_extras = extra_fields.get("reward_extra_info")
+    return {**(reward_extras if isinstance(reward_extras, dict) else {}),
+            **{k: v for k, v in extra_fields.items() if k.startswith("hack_")}}
 
 
 def _group(key: str) -> str:

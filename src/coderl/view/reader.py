@@ -167,6 +167,10 @@ def normalise(record: dict[str, Any], file_step: int | None, split: str) -> dict
     out["verdict"] = str(verdict if verdict and ("grade_status" in record or verdict != grade) else "none")
     out["grade_status"] = str(grade or "none")
     out["sandbox_error"] = 1 if record.get("sandbox_error") else 0
+    hack = record.get("hack") if isinstance(record.get("hack"), dict) else {}
+    out["hack"] = {"tampered": 1 if hack.get("tampered") else 0, "tests_touched": 1 if hack.get("tests_touched") else 0,
+                   "ended_early": 1 if hack.get("ended_early") else 0,
+                   "findings": {str(k): v for k, v in (hack.get("findings") or {}).items() if isinstance(v, int)}}
     calls = record.get("tool_calls")
     out["tool_calls"] = calls if isinstance(calls, int) else 0
     return out
@@ -175,7 +179,8 @@ def normalise(record: dict[str, Any], file_step: int | None, split: str) -> dict
 def overview(samples: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per (split, step): samples, mean reward, accepted/resolved rate (a judge verdict ``accepted``
     or a grade status ``resolved``), verdict mix, grade status mix, zero-variance GRPO groups (2+
-    samples, one reward: no gradient) and sandbox errors."""
+    samples, one reward: no gradient), sandbox errors and the reward-hack signals (samples graded
+    tampered, that touched test files, that ended the tests early; findings per class)."""
     by_step: dict[tuple[str, int | None], list[dict[str, Any]]] = {}
     for s in samples:
         by_step.setdefault((s["split"], s["step"]), []).append(s)
@@ -199,5 +204,14 @@ def overview(samples: list[dict[str, Any]]) -> list[dict[str, Any]]:
                                      for s in group) / len(group),
                      "verdicts": verdicts, "grade_statuses": grades, "groups": len(groups),
                      "zero_variance_groups": sum(1 for g, r in groups.items() if sizes[g] > 1 and len(r) == 1),
-                     "sandbox_errors": sum(s["sandbox_error"] for s in group)})
+                     "sandbox_errors": sum(s["sandbox_error"] for s in group), "hack": _hack_totals(group)})
     return rows
+
+
+def _hack_totals(group: list[dict[str, Any]]) -> dict[str, Any]:
+    findings: dict[str, int] = {}
+    for s in group:
+        for name, n in s["hack"]["findings"].items():
+            findings[name] = findings.get(name, 0) + n
+    return {**{k: sum(s["hack"][k] for s in group) for k in ("tampered", "tests_touched", "ended_early")},
+            "findings": findings}

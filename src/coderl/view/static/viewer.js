@@ -77,6 +77,8 @@ function plotBox(title, body, w, h, legend) {
   return `<div class="plot"><h3>${esc(title)}</h3><svg viewBox="0 0 ${w} ${h}" preserveAspectRatio="none">${body}</svg><div class="legend">${legend}</div></div>`;
 }
 
+// the reward-hack signals every record carries (coderl.swe.hack_signals), one bar each per step
+const HACK_FLAGS = ["tampered", "tests_touched", "ended_early"];
 function renderOverview() {
   const el = $("overview");
   if (!INDEX.length) {
@@ -89,6 +91,7 @@ function renderOverview() {
   const steps = mine.map((r) => r.step === null ? "–" : r.step);
   const verdicts = [...new Set(mine.flatMap((r) => Object.keys(r.verdicts)))].sort();
   const grades = [...new Set(mine.flatMap((r) => Object.keys(r.grade_statuses)))].sort();
+  const findings = [...new Set(mine.flatMap((r) => Object.keys(r.hack.findings)))].sort();
   el.innerHTML = `<p>${INDEX.length} samples (${esc(META.bytes_per_sample)} bytes per sample in this page), plots: the ${esc(split)} split by step. Sources: ${esc(META.sources.join(", ") || "none")}</p>`
     + `<div class="plots">`
     + linePlot("mean reward", steps, [["reward", mine.map((r) => r.reward)]], Math.max(1, ...mine.map((r) => r.reward || 0)))
@@ -97,8 +100,12 @@ function renderOverview() {
     + (grades.length ? barPlot("grade status mix (repository tasks)", steps, grades.map((g) => mine.map((r) => r.grade_statuses[g] || 0)), grades) : "")
     + barPlot("zero-variance groups (no gradient)", steps, [mine.map((r) => r.zero_variance_groups)], ["zero-variance groups"])
     + barPlot("sandbox errors", steps, [mine.map((r) => r.sandbox_errors)], ["sandbox errors"])
-    + `</div><table class="steps"><tr><th>split</th><th>step</th><th>samples</th><th>reward</th><th>accepted</th><th>groups</th><th>zero-var</th><th>sandbox err</th></tr>`
-    + rows.map((r) => `<tr><td>${esc(r.split)}</td><td>${fmt(r.step)}</td><td>${r.samples}</td><td>${fmt(r.reward)}</td><td>${fmt(r.accepted)}</td><td>${r.groups}</td><td>${r.zero_variance_groups}</td><td>${r.sandbox_errors}</td></tr>`).join("")
+    + barPlot("reward-hack signals (samples)", steps, HACK_FLAGS.map((k) => mine.map((r) => r.hack[k])), HACK_FLAGS)
+    + (findings.length ? barPlot("grader findings by class", steps, findings.map((c) => mine.map((r) => r.hack.findings[c] || 0)), findings) : "")
+    + `</div><table class="steps"><tr><th>split</th><th>step</th><th>samples</th><th>reward</th><th>accepted</th><th>groups</th><th>zero-var</th><th>sandbox err</th><th>tampered</th><th>tests touched</th><th>ended early</th><th>findings</th></tr>`
+    + rows.map((r) => `<tr><td>${esc(r.split)}</td><td>${fmt(r.step)}</td><td>${r.samples}</td><td>${fmt(r.reward)}</td><td>${fmt(r.accepted)}</td><td>${r.groups}</td><td>${r.zero_variance_groups}</td><td>${r.sandbox_errors}</td>`
+      + HACK_FLAGS.map((k) => `<td class="hack-${k}">${r.hack[k]}</td>`).join("")
+      + `<td class="hack-findings">${esc(Object.entries(r.hack.findings).map(([c, n]) => `${c} ${n}`).join(", "))}</td></tr>`).join("")
     + `</table>`;
 }
 
@@ -208,6 +215,8 @@ function renderSample(i) {
     ["verdict", r.verdict], ["grade status", r.grade_status], ["sandbox error", r.sandbox_error], ["tool calls", r.tool_calls]];
   if (r.kind === "agent") facts.push(["branches", r.branches], ["drifts", r.drifts], ["demoted tokens", r.demoted_tokens], ["dropped sampled tokens", r.dropped_sampled_tokens]);
   if (r.tests_total !== undefined) facts.push(["tests", `${r.tests_passed}/${r.tests_total}`]);
+  const hack = r.hack || {findings: {}};
+  facts.push(["hack signals", [...HACK_FLAGS.filter((k) => hack[k]), ...Object.entries(hack.findings).map(([c, n]) => `${c} ${n}`)].join(", ") || "none"]);
   let html = `<div class="sample"><h2>Sample ${i} <a href="#samples">back to the table</a></h2><div class="facts">`
     + facts.map(([k, v]) => `<span>${esc(k)}: <b>${esc(fmt(v))}</b></span>`).join("") + `</div>`;
   if ((r.truncated || []).length) html += `<p>Cut to the record size cap: ${esc(r.truncated.join(", "))}</p>`;
@@ -232,7 +241,9 @@ function renderSample(i) {
       + `<table class="tests"><tr><th>test</th><th>verdict</th><th>status</th><th>wall s</th><th>message</th><th>stdout</th><th>stderr</th></tr>`
       + (j.tests || []).map((t, k) => `<tr><td>${k + 1}</td><td class="v-${esc(t.verdict)}">${esc(t.verdict)}</td><td>${esc(t.status)}</td><td>${fmt(t.wall_s)}</td><td>${esc(t.message)}</td><td><pre>${esc(t.stdout)}</pre></td><td><pre>${esc(t.stderr)}</pre></td></tr>`).join("") + `</table>`;
   }
-  if (r.grader) html += `<h3>Grader: ${esc(r.grader.status)} (reward ${fmt(r.grader.reward)})</h3><pre>${esc(r.grader.message)}</pre><details open><summary>grader log</summary><pre>${esc(r.grader.log)}</pre></details>`;
+  if (r.grader) html += `<h3>Grader: ${esc(r.grader.status)} (reward ${fmt(r.grader.reward)})</h3><pre>${esc(r.grader.message)}</pre>`
+    + ((r.grader.findings || []).length ? `<ul class="findings">${r.grader.findings.map((f) => `<li>${esc(f)}</li>`).join("")}</ul>` : "")
+    + ((r.grader.tests_touched || []).length ? `<p>diff touched test files (dropped): ${esc(r.grader.tests_touched.join(", "))}</p>` : "") + `<details open><summary>grader log</summary><pre>${esc(r.grader.log)}</pre></details>`;
   if (r.diff) html += `<h3>Diff</h3>` + diffHtml(r.diff);
   if (r.tokens && r.tokens.ids) {
     const t = tokensHtml(r.tokens);
