@@ -26,7 +26,9 @@ task of coderl's own set (full boundary, cgroups, overlay per episode).
         [--burst-pool 128]
 
 ``--burst-pool K``: K episodes starting at once on a service whose pool was filled with K first
-(hand-out and open + first command, p50/p99).
+(hand-out and open + first command, p50/p99). With ``--real-tasks`` (and ``--repos``, ``--cache``,
+``--instance``): each instance's task opened cold and from a refilled warm pool, on services given
+those repositories and that cache.
 
 ``--real-tasks``: a real repository's episode start beside the tiny task's (issue 34): task rows of
 `coderl data swe-bench`, their ``--repos`` and ``--cache`` (the environments built there); for the
@@ -253,10 +255,11 @@ def rss_mib(pid: int) -> float:
     return float("nan")
 
 
-async def timed_start(sessions, limits: SessionLimits) -> tuple[float, float, object]:  # type: ignore[no-untyped-def]
+async def timed_start(sessions, limits: SessionLimits, task: dict | None = None,  # type: ignore[no-untyped-def]
+                      ) -> tuple[float, float, object]:
     """(ms to the open's answer, ms to the first command's answer, the session)."""
     t0 = time.perf_counter()
-    s = await sessions.open(limits=limits)
+    s = await sessions.open(task, limits=limits)
     t1 = time.perf_counter()
     await s.exec("true")
     return 1000 * (t1 - t0), 1000 * (time.perf_counter() - t0), s
@@ -325,7 +328,43 @@ async def remote(args: argparse.Namespace) -> None:
                   f"open + first command {summary(first)}")
     if args.burst_pool:
         await burst_from_pool(env, args.burst_pool)
+    if args.real_tasks:
+        await real_pool(env, args)
     print(f"load average at the end: {os.getloadavg()}")
+
+
+async def real_pool(env: dict[str, str], args: argparse.Namespace) -> None:
+    """A real repository's task from the warm pool (issue 49 item 3): per ``--instance``, the
+    hand-out and open + first command on a service whose pool of that task was refilled before
+    each open, beside the same task opened cold (pool off)."""
+    from unittest import mock
+
+    from coderl.client import SessionService
+    from coderl.data.common import read_rows
+    from coderl.server.launch import running_service
+
+    rows = {r["instance_id"]: r for r in read_rows(args.real_tasks)}
+    real = {**env, "CODERL_SWE_REPOS": str(Path(args.repos).resolve()), "CODERL_CACHE": str(Path(args.cache).resolve())}
+    for pool in (0, args.pool):
+        with mock.patch.dict(os.environ, {**real, "CODERL_SESSION_POOL": str(pool)}), running_service(slots=1) as url:
+            async with SessionService(url, timeout_s=600) as sessions:
+                for n, instance in enumerate(args.instance):
+                    row = rows[instance]
+                    await (await sessions.open(row, limits=LIMITS)).close()  # snapshot, environment, byte code
+                    if pool:
+                        await sessions.warm(row, limits=LIMITS)
+                    handout, first = [], []
+                    for _ in range(args.starts):
+                        if pool:  # the pool's count is over all its tasks: those before this one stay full
+                            await wait_pool(sessions, pool * (n + 1))
+                        ms_open, ms, s = await timed_start(sessions, LIMITS, row)
+                        assert s.warm == bool(pool), "warm only from a refilled pool"
+                        handout.append(ms_open)
+                        first.append(ms)
+                        await s.close()
+                    how = f"warm pool (size {pool})" if pool else "cold (no pool)"
+                    print(f"{instance}, {how}: open request "
+                          f"{summary(handout)}; open + first command {summary(first)}")
 
 
 async def burst_from_pool(env: dict[str, str], k: int) -> None:
@@ -396,4 +435,4 @@ if __name__ == "__main__":
         parsed.concurrency = [16, 128, 512] if parsed.remote else [8, 32, 64]
     if parsed.real_tasks and not (parsed.repos and parsed.cache):
         parser.error("--real-tasks needs --repos and --cache")
-    asyncio.run(real_starts(parsed) if parsed.real_tasks else remote(parsed) if parsed.remote else main(parsed))
+    asyncio.run(remote(parsed) if parsed.remote else real_starts(parsed) if parsed.real_tasks else main(parsed))
