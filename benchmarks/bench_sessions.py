@@ -333,6 +333,67 @@ async def remote(args: argparse.Namespace) -> None:
     print(f"load average at the end: {os.getloadavg()}")
 
 
+async def real_scale(args: argparse.Namespace) -> None:
+    """``--scale IDLE,RUNNING`` (issue 49): IDLE episodes of the first ``--instance`` opened at once and
+    left idle, then RUNNING more opened (their open p99 under that load) and each running the task's
+    PASS_TO_PASS tests at once; every open must succeed. The peak memory charged to each episode's
+    cgroup (v1 ``memory.max_usage_in_bytes``, v2 ``memory.peak``) and the machine's available memory."""
+    import shlex
+
+    from coderl.data.common import read_rows
+    from coderl.swe.task import RepoTask
+
+    idle_n, running_n = args.scale
+    row = {r["instance_id"]: r for r in read_rows(args.real_tasks)}[args.instance[0]]
+    task = RepoTask.from_row(row)
+    cache = Path(args.cache).resolve()
+    print(f"load average at start: {os.getloadavg()}; {_available_mib():.0f} MiB available")
+    async with SessionHost() as host:
+        grader = RepoGrader(host, RepoStore(Path(args.repos).resolve(), cache), env_cache=cache)
+        snapshot, env = await grader.prepare(task)
+        limits = SessionLimits(episode_s=1800, exec_s=900, memory_mb=2048, max_processes=128, disk_mb=256)
+        t0 = time.perf_counter()
+        idle = await asyncio.gather(*(timed_open(host, snapshot, env, limits) for _ in range(idle_n)))
+        print(f"{idle_n} idle episodes opened at once in {time.perf_counter() - t0:.1f} s: open "
+              f"{summary([ms for ms, _ in idle])}; {_available_mib():.0f} MiB available")
+        running = await asyncio.gather(*(timed_open(host, snapshot, env, limits) for _ in range(running_n)))
+        print(f"{running_n} more opened beside them: open {summary([ms for ms, _ in running])}")
+        # PASS_TO_PASS: the FAIL_TO_PASS tests often come with the test patch, which the tree lacks
+        cmd = " ".join([task.test_cmd, *(shlex.quote(t) for t in task.pass_to_pass)])
+        t1 = time.perf_counter()
+        results = await asyncio.gather(*(s.exec(cmd) for _, s in running))
+        ran = time.perf_counter() - t1
+        peaks = [peak_mib(s) for _, s in running]
+        idle_peaks = [peak_mib(s) for _, s in idle]
+        print(f"{running_n} test runs at once in {ran:.1f} s (exit codes {sorted({r.exit_code for r in results})}, "
+              f"{sum(r.timed_out for r in results)} timed out, {sum(r.oom_killed for r in results)} OOM); peak "
+              f"per running episode p50 {pct(peaks, .5):.0f} MiB, max {max(peaks):.0f} MiB; per idle episode p50 "
+              f"{pct(idle_peaks, .5):.1f} MiB; {_available_mib():.0f} MiB available; load {os.getloadavg()[0]:.1f}")
+        await asyncio.gather(*(s.close() for _, s in [*idle, *running]))
+
+
+async def timed_open(host: SessionHost, snapshot: Path, env: Path, limits: SessionLimits):  # type: ignore[no-untyped-def]
+    t0 = time.perf_counter()
+    s = await host.open(snapshot, env_dir=env, limits=limits)
+    await s.exec("true")
+    return 1000 * (time.perf_counter() - t0), s
+
+
+def peak_mib(session) -> float:  # type: ignore[no-untyped-def]
+    """The most memory the episode's cgroup was ever charged, in MiB."""
+    cg = session.cgroup
+    if cg is None:
+        return float("nan")
+    d = cg.dirs.get("unified") or cg.dirs["memory"]
+    name = "memory.peak" if cg.version == "v2" else "memory.max_usage_in_bytes"
+    return int((d / name).read_text()) / 2**20
+
+
+def _available_mib() -> float:
+    with open("/proc/meminfo") as fh:
+        return next(int(line.split()[1]) for line in fh if line.startswith("MemAvailable")) / 1024
+
+
 async def real_pool(env: dict[str, str], args: argparse.Namespace) -> None:
     """A real repository's task from the warm pool (issue 49 item 3): per ``--instance``, the
     hand-out and open + first command on a service whose pool of that task was refilled before
@@ -430,9 +491,12 @@ if __name__ == "__main__":
     parser.add_argument("--cache", help="with --real-tasks: snapshots and environments (the rows' --cache)")
     parser.add_argument("--instance", nargs="+", default=["sympy__sympy-24102"], help="with --real-tasks")
     parser.add_argument("--episodes", type=int, default=5, help="with --real-tasks: episodes per import/diff median")
+    parser.add_argument("--scale", type=lambda v: tuple(int(x) for x in v.split(",")), metavar="IDLE,RUNNING",
+                        help="with --real-tasks: IDLE idle episodes and RUNNING running the tests at once")
     parsed = parser.parse_args()
     if parsed.concurrency is None:
         parsed.concurrency = [16, 128, 512] if parsed.remote else [8, 32, 64]
     if parsed.real_tasks and not (parsed.repos and parsed.cache):
         parser.error("--real-tasks needs --repos and --cache")
-    asyncio.run(remote(parsed) if parsed.remote else real_starts(parsed) if parsed.real_tasks else main(parsed))
+    asyncio.run(remote(parsed) if parsed.remote else real_scale(parsed) if parsed.real_tasks and parsed.scale
+                else real_starts(parsed) if parsed.real_tasks else main(parsed))
