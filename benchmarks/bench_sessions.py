@@ -41,6 +41,10 @@ change from the episode's upper layer beside the whole-tree comparison it replac
 
     nice -n 19 python benchmarks/bench_sessions.py --real-tasks ROWS/tasks.jsonl --repos DIR --cache DIR
         [--instance ID ...] [--starts 10] [--episodes 5]
+
+``--real-tasks ... --scale IDLE,RUNNING``: IDLE episodes of the first ``--instance`` opened at once and
+left idle, RUNNING more opened beside them, each running the task's PASS_TO_PASS tests at once (open
+p50/p99, peak memory per episode, the machine's available memory; issue 49).
 """
 
 from __future__ import annotations
