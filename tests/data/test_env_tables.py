@@ -46,6 +46,12 @@ def test_the_row_date_decides_and_the_overlay_says_why():
     assert dict(pytest_spec.build_env) == {"SETUPTOOLS_SCM_PRETEND_VERSION": "4.5.0"}
 
 
+def test_a_row_older_than_its_python_resolves_as_of_that_pythons_release():
+    requests = table_spec("psf/requests", "2.3", source="", resolved_at="2014-07-24T21:03:03Z")
+    assert requests.python == "3.9" and requests.resolved_at == "2020-10-05T00:00:00Z"
+    assert "importlib-metadata==4.8.3" not in requests.requirements  # the date rules see the date used
+
+
 def test_the_first_requirement_file_the_rows_tree_has():
     def spec(files: set[str]) -> EnvSpec:
         return table_spec("pylint-dev/pylint", "2.13", source="", resolved_at="2022-03-01T00:00:00Z",

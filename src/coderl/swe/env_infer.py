@@ -36,12 +36,9 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from coderl.errors import CoderlError, EnvBuildError
 from coderl.sandbox.session import SessionHost, SessionLimits
-from coderl.swe.interpreters import find_python
+from coderl.swe.interpreters import PYTHON_RELEASED, find_python
 from coderl.swe.task import EnvSpec
 
-# first release of each CPython minor version (python.org): a commit can only have run on those before it
-PYTHON_RELEASED = {"3.6": "2016-12-23", "3.7": "2018-06-27", "3.8": "2019-10-14", "3.9": "2020-10-05",
-                   "3.10": "2021-10-04", "3.11": "2022-10-24", "3.12": "2023-10-02", "3.13": "2024-10-07"}
 _WHEELS_LAG_DAYS = 183  # the packages of a date have wheels for a Python released half a year before it
 _TEST_EXTRAS = ("test", "tests", "testing", "test-requirements", "dev", "develop")
 _COMPILED_BACKENDS = ("scikit_build", "mesonpy", "maturin", "setuptools_rust", "pybind11", "cmake")

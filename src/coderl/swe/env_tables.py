@@ -14,7 +14,8 @@ Two files beside this one, kept apart on purpose:
   before a date: the date is the row's, so the rule is decided per row.
 
 The resolution date is the row's own (``resolved_at``, from its ``created_at``), never the
-table's: a row's exact pins name versions of its own time. The tree the environment is built from
+table's: a row's exact pins name versions of its own time. A row older than its Python's first
+release is resolved as of that release (``python_floor``). The tree the environment is built from
 is the row's (``source``); whether two rows share an environment is decided by the content of
 their resolutions (``coderl.swe.environment``), never by their table.
 """
@@ -28,6 +29,7 @@ from collections.abc import Callable
 from importlib import resources
 from typing import Any
 
+from coderl.swe.interpreters import PYTHON_RELEASED
 from coderl.swe.task import EnvSpec
 
 _NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
@@ -62,8 +64,16 @@ def table_spec(repo: str, version: str, *, source: str, resolved_at: str,
         return None
     files = [f for f in entry.get("requirement_files_first_of", []) if has_file(f)][:1]
     value = {k: entry[k] for k in _SPEC_KEYS if entry.get(k)}
-    value.setdefault("resolved_at", resolved_at)
+    value.setdefault("resolved_at", python_floor(resolved_at, entry["python"]))
     return EnvSpec.from_value({**value, "requirement_files": files, "source": source})
+
+
+def python_floor(resolved_at: str, python: str) -> str:
+    """The row's date, or its Python's first release when the row is older (SWE-bench runs 2014
+    requests rows on Python 3.9: pytest as of 2014 does not run there, nothing of that date was
+    made for 3.9)."""
+    released = PYTHON_RELEASED.get(python, "")
+    return max(resolved_at, f"{released}T00:00:00Z") if released and resolved_at else resolved_at
 
 
 def _with_overlay(repo: str, version: str, resolved_at: str) -> dict[str, Any] | None:
@@ -71,6 +81,7 @@ def _with_overlay(repo: str, version: str, resolved_at: str) -> dict[str, Any] |
     if base is None:
         return None
     entry = json.loads(json.dumps(base))
+    resolved_at = python_floor(resolved_at, entry["python"])  # the date rules see the date used
     for rule in overlay_rules():
         if rule["repo"] not in ("*", repo) or version not in rule.get("versions", [version]):
             continue

@@ -22,6 +22,11 @@ from pathlib import Path
 from coderl.errors import EnvBuildError
 
 _VERSION = re.compile(r"^3\.\d{1,2}$")
+# first release of each CPython minor version (python.org): no package uploaded before it was made
+# for it, so an environment of that Python is never resolved as of an earlier date
+PYTHON_RELEASED = {"3.5": "2015-09-13", "3.6": "2016-12-23", "3.7": "2018-06-27", "3.8": "2019-10-14",
+                   "3.9": "2020-10-05", "3.10": "2021-10-04", "3.11": "2022-10-24", "3.12": "2023-10-02",
+                   "3.13": "2024-10-07"}
 _PROBE = "import sys; print(sys.executable); print('%d.%d' % sys.version_info[:2])"
 
 
