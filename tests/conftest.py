@@ -9,6 +9,7 @@ import pytest
 
 from coderl.judge import Judge
 from coderl.sandbox.blocking import BlockingEngine
+from tests.helpers.require import check_needs_marks
 
 
 @pytest.fixture(scope="session")
@@ -40,3 +41,14 @@ def tokenizer():
     from coderl.data.qwen_tokenizer import build_qwen_tokenizer
 
     return AutoTokenizer.from_pretrained(build_qwen_tokenizer())
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "needs(available, reason): skip locally, fail under CODERL_TEST_ALL=1 "
+                            "(tests/helpers/require.py)")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """A missing resource is checked before any fixture is built (tests/helpers/require.py)."""
+    check_needs_marks(item)

@@ -13,6 +13,7 @@ import sys
 
 import pytest
 from tests.agent.test_agent_loop import HERE, ScriptedServer, char_ids, run_sandboxed
+from tests.helpers.require import require
 
 from coderl.sandbox import isolation
 from coderl.sandbox.session import MAX_DIFF_BYTES
@@ -26,8 +27,7 @@ def swe_row(tmp_path_factory):
 
     from coderl.data.swe import build_swe
 
-    if isolation.bwrap_path() is None:
-        pytest.skip("bubblewrap missing")
+    require(isolation.bwrap_path() is not None, "bubblewrap missing (scripts/setup.sh installs it)")
     root = tmp_path_factory.mktemp("swe")
     build_swe("builtin", root / "swe", repos_dir=None, cache_dir=root / "cache")
     return pd.read_parquet(root / "swe" / "train.parquet").iloc[0].to_dict()

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from tests.helpers.qwen_tokenizer import build_tiny_model
+from tests.helpers.require import require
 from tests.verl.conftest import compose
 
 pytestmark = pytest.mark.verl
@@ -158,8 +159,7 @@ def test_agent_loop_in_session_sandbox(tiny_model, tokenizer, tmp_path):
     """The harness runs in a session sandbox whose only way out is the gateway's socket."""
     from coderl.sandbox import isolation
 
-    if isolation.bwrap_path() is None:
-        pytest.skip("bubblewrap missing")
+    require(isolation.bwrap_path() is not None, "bubblewrap missing (scripts/setup.sh installs it)")
     server = ScriptedServer(tokenizer, script(tokenizer))
     # besides its task, the harness tries the outside world: nothing but the gateway answers
     py = isolation.sandbox_python()

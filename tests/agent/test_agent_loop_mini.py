@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from tests.agent.test_agent_loop import SOLUTION, TASK, TESTS, ScriptedServer, char_ids, config
 from tests.helpers.qwen_tokenizer import build_tiny_model
+from tests.helpers.require import needs
 
 pytestmark = pytest.mark.verl
 VENV = os.environ.get("MINI_SWE_AGENT_VENV", "/opt/mini-swe-agent")
@@ -36,7 +37,8 @@ def mini_script(tokenizer) -> list[list[int]]:
             char_ids(tokenizer, f"It prints 3. Submitting.\n<tool_call>\n{json.dumps(submit)}\n</tool_call>")]
 
 
-@pytest.mark.skipif(not (VENV and Path(VENV, "bin", "mini").exists()), reason=f"mini-swe-agent is not installed at {VENV} (MINI_SWE_AGENT_VENV): run scripts/install_mini_swe_agent.sh")
+@needs(bool(VENV) and Path(VENV, "bin", "mini").exists(),
+       f"mini-swe-agent is not installed at {VENV} (MINI_SWE_AGENT_VENV): run scripts/install_mini_swe_agent.sh")
 def test_unmodified_mini_swe_agent_in_session_sandbox(tmp_path):
     from transformers import AutoTokenizer
     from verl.experimental.agent_loop.agent_loop import DictConfigWrap, ToolListWrap

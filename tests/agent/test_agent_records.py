@@ -21,6 +21,7 @@ from tests.agent.test_agent_loop import (
     script,
 )
 from tests.helpers.browser import chromium, open_page
+from tests.helpers.require import require
 
 from coderl.cli import main
 
@@ -31,8 +32,7 @@ pytestmark = pytest.mark.verl
 def bwrap() -> None:
     from coderl.sandbox import isolation
 
-    if isolation.bwrap_path() is None:
-        pytest.skip("bubblewrap missing")
+    require(isolation.bwrap_path() is not None, "bubblewrap missing (scripts/setup.sh installs it)")
 
 
 def harness() -> str:

@@ -3,7 +3,7 @@ the agent loop (`coderl_gateway_agent`) runs the scripted harness in a session s
 real gateway, the code reward scores it, and the record it writes is exported by the real command.
 Harbor's own code then reads the files back (its pydantic Trajectory model, its validator, its
 usage reader and its trace export), in a Python 3.12 venv of its own (tests/helpers/harbor_venv.py):
-skipped where that venv is not built, built by the `slow` test (CI). The same run exported as a Harbor
+skipped where that venv is not built, built by the first test that needs it under CODERL_TEST_ALL=1 (CI). The same run exported as a Harbor
 job (``--layout harbor``) is read back by harbor's viewer app and job/trial models."""
 
 from __future__ import annotations
@@ -14,14 +14,8 @@ from pathlib import Path
 import pytest
 from tests.agent.test_agent_loop import TASK, TESTS, ScriptedServer, run_sandboxed, script
 from tests.agent.test_agent_records import harness, the_record
-from tests.helpers.harbor_venv import (
-    HARBOR_VERSION,
-    build_harbor_venv,
-    harbor_python,
-    harbor_venv,
-    read_back,
-    read_back_job,
-)
+from tests.helpers.harbor_venv import HARBOR_VERSION, harbor_for_tests, read_back, read_back_job
+from tests.helpers.require import require
 
 from coderl.cli import main
 
@@ -33,8 +27,7 @@ def exported(model_dir, tokenizer, tmp_path_factory) -> tuple[dict, dict, Path]:
     """One real episode's record, its ATIF file and where that is."""
     from coderl.sandbox import isolation
 
-    if isolation.bwrap_path() is None:
-        pytest.skip("bubblewrap missing")
+    require(isolation.bwrap_path() is not None, "bubblewrap missing (scripts/setup.sh installs it)")
     tmp = tmp_path_factory.mktemp("atif")
     run = tmp / "run"
     with pytest.MonkeyPatch.context() as mp:
@@ -131,16 +124,7 @@ def check_harbor_reads_the_job(python: Path, harbor_job) -> None:
 
 
 def test_harbor_reads_the_job_back(harbor_job):
-    check_harbor_reads_the_job(built_harbor(), harbor_job)
-
-
-def built_harbor() -> Path:
-    """The harbor venv's Python; the test skips, saying how to build it, where there is none."""
-    python = harbor_python()
-    if python is None:
-        pytest.skip(f"no harbor {HARBOR_VERSION} venv at {harbor_venv()} (Python 3.12): build it with "
-                    "`python -m tests.helpers.harbor_venv` (the slow test does)")
-    return python
+    check_harbor_reads_the_job(harbor_for_tests(), harbor_job)
 
 
 def check_harbor_reads(python: Path, exported) -> None:
@@ -157,12 +141,4 @@ def check_harbor_reads(python: Path, exported) -> None:
 
 
 def test_harbor_reads_the_export_back(exported):
-    check_harbor_reads(built_harbor(), exported)
-
-
-@pytest.mark.slow
-def test_harbor_venv_is_built_and_reads_the_export_back(exported, harbor_job):
-    """CI: build the venv (uv; 17 s with uv's cache warm, 321 MB), then the same read-backs."""
-    python = build_harbor_venv()
-    check_harbor_reads(python, exported)
-    check_harbor_reads_the_job(python, harbor_job)
+    check_harbor_reads(harbor_for_tests(), exported)

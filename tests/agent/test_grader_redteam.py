@@ -24,6 +24,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from tests.helpers.require import require
 
 from coderl.cache import default_cache_dir
 from coderl.errors import EnvBuildError
@@ -486,7 +487,7 @@ def runner_env(python: str, requirement: str) -> EnvSpec:
         find_python(python)
         return EnvSpec(requirements=(requirement,), python=python)  # type: ignore[call-arg]
     except (ImportError, TypeError, EnvBuildError) as exc:
-        pytest.skip(f"no Python {python} environment for {requirement}: {exc}")
+        require(False, f"no Python {python} environment for {requirement}: {exc}")
 
 
 @pytest.fixture(scope="module", params=[*RUNNERS, *(pytest.param(n, marks=pytest.mark.slow) for n in SLOW_RUNNERS)])
@@ -720,8 +721,7 @@ def test_native_code_from_the_work_tree_is_a_finding(tmp_path):
 
     from coderl.sandbox.pythonenv import sandbox_python
 
-    if shutil.which("gcc") is None:
-        pytest.skip("no C compiler here")
+    require(shutil.which("gcc") is not None, "no C compiler here (scripts/setup.sh installs gcc)")
     probe = "import sysconfig; print(sysconfig.get_paths()['include']); print(sysconfig.get_config_var('EXT_SUFFIX'))"
     include, suffix = subprocess.run([sandbox_python(), "-c", probe], capture_output=True, text=True,
                                      check=True).stdout.split()

@@ -23,6 +23,7 @@ import pandas as pd
 import pytest
 from tests.helpers import mini_episode
 from tests.helpers.images import ROOT, local_bases
+from tests.helpers.require import needs
 
 from coderl.data.harbor import task_dirs
 from coderl.errors import BadRequest, InvalidTask
@@ -287,7 +288,7 @@ ETC_ANSWER = ("sed -i 's/^port = 8080$/port = 9090/' /etc/greeter/greeter.conf &
 
 @pytest.mark.heavy  # the stock harness in an image session: ~7 min here each, past CI's budget
 @pytest.mark.verl
-@pytest.mark.skipif(not mini_episode.installed(), reason=mini_episode.MISSING)
+@needs(mini_episode.installed(), mini_episode.MISSING)
 @pytest.mark.parametrize(("name", "command"), [
     ("hello-shell", "echo 'Hello, world!' > /app/hello.txt && cat /app/hello.txt"),
     ("etc-config", ETC_ANSWER)])

@@ -14,6 +14,7 @@ import json
 import pytest
 from tests.helpers import mini_episode
 from tests.helpers.images import swe_bench_image, swe_lite_task
+from tests.helpers.require import needs
 
 from coderl.sandbox.session import SessionHost
 from coderl.swe.grade_status import GradeStatus
@@ -56,7 +57,7 @@ def test_gold_resolves_and_no_change_does_not(image, task, tmp_path):
 
 @pytest.mark.heavy  # the stock harness in the flask image: minutes, past CI's budget
 @pytest.mark.verl
-@pytest.mark.skipif(not mini_episode.installed(), reason=mini_episode.MISSING)
+@needs(mini_episode.installed(), mini_episode.MISSING)
 def test_stock_harness_episode_in_the_image(image, task, tmp_path):
     extra_info = {"instance_id": INSTANCE, "task": json.dumps(task.to_row()), "image": image,
                   "cache_dir": str(tmp_path / "cache")}

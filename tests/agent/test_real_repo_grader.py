@@ -30,6 +30,7 @@ from tests.agent.test_grader_redteam import (
     make_diff,
     runtime_rewrites,
 )
+from tests.helpers.require import needs
 
 from coderl.swe.store import RepoStore, git
 from coderl.swe.task import EnvSpec, RepoTask
@@ -43,7 +44,7 @@ CASES = [pytest.param(FLASK, "pytest==7.4.0", id="flask-pytest-7.4.0"),
          pytest.param(MARSHMALLOW, "pytest==7.4.0", id="marshmallow-pytest-7.4.0", marks=pytest.mark.slow),
          pytest.param(MARSHMALLOW, "pytest==8.3.3", id="marshmallow-pytest-8.3.3", marks=pytest.mark.slow)]
 
-pytestmark = pytest.mark.skipif(not (LITE / "rows.json").is_file(), reason=f"no SWE-bench Lite copy at {LITE}")
+pytestmark = needs((LITE / "rows.json").is_file(), f"no SWE-bench Lite copy at {LITE}")
 
 
 def runnable(ids: list[str]) -> tuple[str, ...]:

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 from tests.helpers.qwen_tokenizer import build_tiny_model
+from tests.helpers.require import needs
 
 from coderl.cache import default_cache_dir
 from coderl.data.common import read_rows
@@ -46,7 +47,7 @@ INSTANCES = ("pallets__flask-4992", "pallets__flask-4045", "marshmallow-code__ma
              "pylint-dev__astroid-1333", "sympy__sympy-15678", "sympy__sympy-23117")
 VARIANT = 1  # nl -ba, edit, tests the tree holds run in the session (swe_sft.verifying_tests), submit
 
-pytestmark = pytest.mark.skipif(not (LITE / "rows.json").is_file(), reason=f"no SWE-bench Lite copy at {LITE}")
+pytestmark = needs((LITE / "rows.json").is_file(), f"no SWE-bench Lite copy at {LITE}")
 
 
 def lite_task(store: RepoStore, instance_id: str) -> tuple[RepoTask, Path]:
@@ -83,10 +84,9 @@ def test_a_gold_episode_runs_tests_the_agents_tree_holds(tmp_path):
 
 @pytest.mark.heavy  # 6 real environments and 6 harness episodes: ~10 min, past CI's budget
 @pytest.mark.timeout(1800)  # 6 episodes and gradings, 2 at a time, on a loaded 2-vCPU machine
-@pytest.mark.skipif(not Path(VENV, "bin", "mini").exists(),
-                    reason=f"mini-swe-agent is not installed at {VENV} (MINI_SWE_AGENT_VENV): "
-                           "run scripts/install_mini_swe_agent.sh")
-@pytest.mark.skipif(isolation.bwrap_path() is None, reason="bubblewrap missing")
+@needs(Path(VENV, "bin", "mini").exists(),
+       f"mini-swe-agent is not installed at {VENV} (MINI_SWE_AGENT_VENV): run scripts/install_mini_swe_agent.sh")
+@needs(isolation.bwrap_path() is not None, "bubblewrap missing (scripts/setup.sh installs it)")
 def test_stock_mini_resolves_real_instances_through_the_gateway(tmp_path):
     from transformers import AutoTokenizer
 

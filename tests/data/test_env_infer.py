@@ -14,6 +14,7 @@ from coderl.errors import EnvBuildError
 from coderl.swe.env_infer import infer_env, pick_python, validate_env
 from coderl.swe.environment import build_env
 from coderl.swe.interpreters import find_python
+from tests.helpers.require import needs
 
 PYPROJECT = """[build-system]
 requires = ["setuptools>=64"]
@@ -47,7 +48,7 @@ def has_python(version: str) -> bool:
         return False
 
 
-@pytest.mark.skipif(not has_python("3.10"), reason="needs a Python 3.10 on the machine")
+@needs(has_python("3.10"), "needs a Python 3.10 on the machine")
 def test_a_pyproject_project_with_a_tests_extra(tmp_path):
     tree = project(tmp_path, {"pyproject.toml": PYPROJECT, "requirements-test.txt": "hypothesis\n",
                               "docs/requirements.txt": "sphinx\n",
@@ -80,7 +81,7 @@ def test_what_cannot_be_inferred_is_refused_with_the_reason(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not has_python("3.10"), reason="needs a Python 3.10 on the machine")
+@needs(has_python("3.10"), "needs a Python 3.10 on the machine")
 @pytest.mark.timeout(600)
 def test_inferred_built_and_validated_in_the_sandbox(tmp_path):
     """A made project (one test passing, one failing) inferred, built by uv as of its date, and its

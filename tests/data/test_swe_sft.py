@@ -34,6 +34,7 @@ from coderl.sandbox import isolation
 from coderl.swe.store import RepoStore
 from coderl.swe.task_set import build_task_set
 from tests.helpers.qwen_tokenizer import build_tiny_model
+from tests.helpers.require import needs
 
 VENV = os.environ.get("MINI_SWE_AGENT_VENV", "/opt/mini-swe-agent")
 
@@ -83,10 +84,9 @@ def test_bad_input_is_a_one_line_error(tmp_path):
         assert done.returncode != 0 and says in done.stderr and "Traceback" not in done.stderr, done.stderr
 
 
-@pytest.mark.skipif(not Path(VENV, "bin", "mini").exists(),
-                    reason=f"mini-swe-agent is not installed at {VENV} (MINI_SWE_AGENT_VENV): "
-                           "run scripts/install_mini_swe_agent.sh")
-@pytest.mark.skipif(isolation.bwrap_path() is None, reason="bubblewrap missing")
+@needs(Path(VENV, "bin", "mini").exists(),
+       f"mini-swe-agent is not installed at {VENV} (MINI_SWE_AGENT_VENV): run scripts/install_mini_swe_agent.sh")
+@needs(isolation.bwrap_path() is not None, "bubblewrap missing (scripts/setup.sh installs it)")
 def test_gold_episode_rows_render_as_the_gateway_recorded_them(task_set, tmp_path):
     from transformers import AutoTokenizer
     from verl.utils.dataset.multiturn_sft_dataset import MultiTurnSFTDataset
@@ -125,10 +125,9 @@ def test_gold_episode_rows_render_as_the_gateway_recorded_them(task_set, tmp_pat
         assert episode.mask[: episode.prompt_len] == [0] * episode.prompt_len
 
 
-@pytest.mark.skipif(not Path(VENV, "bin", "mini").exists(),
-                    reason=f"mini-swe-agent is not installed at {VENV} (MINI_SWE_AGENT_VENV): "
-                           "run scripts/install_mini_swe_agent.sh")
-@pytest.mark.skipif(isolation.bwrap_path() is None, reason="bubblewrap missing")
+@needs(Path(VENV, "bin", "mini").exists(),
+       f"mini-swe-agent is not installed at {VENV} (MINI_SWE_AGENT_VENV): run scripts/install_mini_swe_agent.sh")
+@needs(isolation.bwrap_path() is not None, "bubblewrap missing (scripts/setup.sh installs it)")
 def test_cli_writes_train_rows_and_their_token_counts(tmp_path):
     import pyarrow.parquet as pq
 

@@ -9,7 +9,6 @@ reads, and the Ray resource is the one the session replicas ask for."""
 
 from __future__ import annotations
 
-import os
 import re
 
 import jsonschema
@@ -19,18 +18,13 @@ import yaml
 
 from coderl import __version__
 from tests.deploy import manifests as m
-
-CI = os.environ.get("CODERL_TEST_ALL") == "1"
+from tests.helpers.require import require
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _debian_kubectl() -> None:
     """Debian's kubectl is what renders; CI installs it (.ci/run), so there its absence fails."""
-    if m.debian_kubectl() is None:
-        why = "Debian's kubectl is missing: run deploy/k8s/debian_kubectl.sh (as root)"
-        if CI:
-            pytest.fail(why)
-        pytest.skip(why)
+    require(m.debian_kubectl() is not None, "Debian's kubectl is missing: run deploy/k8s/debian_kubectl.sh (as root)")
 
 
 def test_there_are_the_overlays_the_docs_name() -> None:

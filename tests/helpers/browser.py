@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
+from tests.helpers.require import require
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -31,8 +31,7 @@ def missing() -> str | None:
 def chromium() -> Iterator[Any]:
     """A headless system chromium (a Playwright Browser)."""
     why = missing()
-    if why:
-        pytest.skip(why)
+    require(why is None, why or "")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:

@@ -4,7 +4,8 @@ about 120 packages (321 MB), none of which coderl's .venv (Python 3.11) should h
 coderl's ATIF exports and Harbor job exports back with harbor itself (tests/agent/test_atif_export.py,
 tests/view/test_export.py).
 
-``python -m tests.helpers.harbor_venv`` builds it (uv; about 15 s with uv's cache warm)."""
+``python -m tests.helpers.harbor_venv`` builds it (uv; about 15 s with uv's cache warm); under
+CODERL_TEST_ALL=1 (CI) the first test that needs it builds it (``harbor_for_tests``)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import subprocess
 from pathlib import Path
 
 from coderl.cache import default_cache_dir
+from tests.helpers.require import CI, require
 
 HARBOR_VERSION = "0.26.0"  # the version the export is validated against
 READ_BACK = Path(__file__).with_name("atif_read_back.py")
@@ -49,6 +51,18 @@ def build_harbor_venv() -> Path:
     python = harbor_python()
     if python is None:
         raise RuntimeError(f"harbor {HARBOR_VERSION} is not importable in {venv} after installing it")
+    return python
+
+
+def harbor_for_tests() -> Path:
+    """The venv's interpreter for a test: built here under CODERL_TEST_ALL=1 (CI provides it this way),
+    else a skip saying how to build it (tests/helpers/require.py)."""
+    if CI:
+        return build_harbor_venv()
+    python = harbor_python()
+    require(python is not None, f"no harbor {HARBOR_VERSION} venv at {harbor_venv()} (Python 3.12): build it with "
+            "`python -m tests.helpers.harbor_venv` (CODERL_TEST_ALL=1 builds it)")
+    assert python is not None
     return python
 
 

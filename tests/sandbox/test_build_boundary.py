@@ -24,6 +24,7 @@ from coderl.swe.env_tables import table_spec
 from coderl.swe.environment import build_env, run_pre_install
 from coderl.swe.request_rows import task_from_request
 from coderl.swe.task import EnvSpec
+from tests.helpers.require import needs
 
 ROW = {"instance_id": "x-1", "repo": "sphinx-doc/sphinx", "base_commit": "a" * 40, "FAIL_TO_PASS": ["t.py::t"]}
 
@@ -101,7 +102,7 @@ def test_a_planted_wrapper_is_replaced_never_used(tmp_path, monkeypatch):
         image_session.interpreter_wrapper.cache_clear()
 
 
-@pytest.mark.skipif(os.getuid() != 0, reason="making a directory of another user's needs root")
+@needs(os.getuid() == 0, "making a directory of another user's needs root (CI runs as root)")
 def test_a_directory_of_another_users_is_refused(tmp_path):
     theirs = tmp_path / "theirs"
     theirs.mkdir()

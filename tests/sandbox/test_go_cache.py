@@ -3,12 +3,11 @@ starts as links to it, and nothing a program does can change it for the next sub
 
 from __future__ import annotations
 
-import pytest
-
 from coderl.sandbox import Limits, Program
 from coderl.sandbox.runtime_env import go_cache
+from tests.helpers.require import needs
 
-pytestmark = pytest.mark.skipif(go_cache() is None, reason="no prebuilt Go cache (scripts/build_runtime.sh)")
+pytestmark = needs(go_cache() is not None, "no prebuilt Go cache (scripts/build_runtime.sh, run by scripts/setup.sh)")
 NET = 'package main\nimport ("fmt"; "net")\nfunc main(){fmt.Println(net.IPv4len)}\n'
 
 

@@ -8,6 +8,7 @@ import pytest
 
 from coderl.errors import UnknownLanguage
 from coderl.sandbox import Limits, Program, languages
+from tests.helpers.require import require
 
 SCHEDULER = """
 import os
@@ -36,8 +37,7 @@ WITH_LIBRARIES = sorted(lang.name for lang in languages.ALL if lang.libraries_he
 def test_multiple_test_libraries_load_in_the_sandbox(engine, name):
     """MultiPL-E's Ruby, Perl and Lua tests load a test library; without it every submission fails."""
     lang = languages.resolve(name)
-    if not lang.available():
-        pytest.skip(f"{name} toolchain not installed on this host")
+    require(lang.available(), f"{name} toolchain not installed on this host (scripts/setup.sh installs it)")
     ex = engine.execute(Program(name, lang.libraries_hello), [b""], Limits(cpu_s=5, wall_s=10, memory_mb=256))
     assert ex.results[0].ok and ex.results[0].stdout == b"hello, coderl\n", ex.results[0]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from coderl.sandbox import Limits, Program, RunStatus
+from tests.helpers.require import require
 
 APLUSB = {
     "python": "a, b = map(int, input().split())\nprint(a + b)\n",
@@ -51,8 +52,7 @@ MEMORY = {
 
 
 def _available(engine, lang: str) -> None:
-    if lang not in engine.engine.languages():
-        pytest.skip(f"{lang} toolchain not installed on this host")
+    require(lang in engine.engine.languages(), f"{lang} toolchain not installed on this host (scripts/setup.sh installs it)")
 
 
 @pytest.mark.parametrize("lang", sorted(APLUSB))

@@ -16,6 +16,7 @@ from coderl.errors import IsolationUnavailable
 from coderl.sandbox import Engine, Limits, Program, RunInput, RunStatus
 from coderl.sandbox.blocking import BlockingEngine
 from tests.helpers.poll import wait_for, wait_for_async
+from tests.helpers.require import require
 
 
 def _descendants(pid: int) -> set[int]:
@@ -190,8 +191,7 @@ def test_engines_made_in_one_process_and_started_in_others_get_their_own_cgroups
     import multiprocessing
 
     engine = Engine(slots=1)
-    if not engine.cgroups.available:
-        pytest.skip(f"no cgroups here: {engine.cgroups.support.detail}")
+    require(engine.cgroups.available, f"no cgroups here: {engine.cgroups.support.detail}")
     ctx = multiprocessing.get_context("fork")
     names: multiprocessing.Queue = ctx.Queue()
 
@@ -218,8 +218,7 @@ def test_a_slot_whose_cgroup_was_removed_under_it_is_replaced_not_lost():
 
     async def main() -> list[bytes]:
         async with Engine(slots=1) as engine:
-            if not engine.cgroups.available:
-                pytest.skip(f"no cgroups here: {engine.cgroups.support.detail}")
+            require(engine.cgroups.available, f"no cgroups here: {engine.cgroups.support.detail}")
             out = []
             for _ in range(2):
                 slot = engine._slots[0]

@@ -21,13 +21,14 @@ from coderl.sandbox.languages import prebuilt
 from coderl.sandbox.languages.cpp import Cpp
 from coderl.sandbox.languages.java import Java
 from coderl.sandbox.languages.prebuilt import inside
+from tests.helpers.require import needs, require
 
 LIMITS = Limits(cpu_s=2, wall_s=5)
 TOOL_LIMITS = Limits(cpu_s=30, wall_s=90, memory_mb=2048)
 #: prints 1 where the submission's own compile has the PCH directory on its include path (only it holds a .gch)
 PCH_ON_INCLUDE_PATH = ("#include <iostream>\n#if __has_include(<bits/stdc++.h.gch>)\n#define ON 1\n#else\n"
                        "#define ON 0\n#endif\nint main() { std::cout << ON << std::endl; }\n")
-needs_pch = pytest.mark.skipif(Cpp.pch() is None, reason="no precompiled headers here (no g++ or cache)")
+needs_pch = needs(Cpp.pch() is not None, "no precompiled headers here (no g++ or cache; scripts/setup.sh builds them)")
 
 
 def _compile_inside(engine, argv: list[str], name: str, source: str) -> tuple[int, str]:
@@ -86,8 +87,7 @@ def test_programs_in_any_include_order_compile_and_run(engine, head):
     pytest.param(lambda: Java.compiler_archive() and Java.compiler_archive().rsplit("/", 1)[0], id="javac"),
 ])
 def test_nothing_prebuilt_can_be_written_from_inside(engine, directory):
-    if directory() is None:
-        pytest.skip("not built here")
+    require(directory() is not None, "not built here (scripts/setup.sh builds it)")
     root = inside(directory())
     program = (f"import os\nroot = {root!r}\nhits = []\nfor d, _, names in os.walk(root):\n"
                "    for n in names + ['new']:\n        p = os.path.join(d, n)\n        try:\n"
@@ -99,8 +99,8 @@ def test_nothing_prebuilt_can_be_written_from_inside(engine, directory):
 
 def test_javac_maps_its_class_archive_inside_the_sandbox(engine):
     """-Xshare:on makes the JVM fail where the archive cannot be mapped, instead of falling back."""
-    if Java.compiler_archive() is None or "java" not in engine.engine.languages():
-        pytest.skip("no javac archive here")
+    require(Java.compiler_archive() is not None and "java" in engine.engine.languages(),
+            "no javac archive here (scripts/setup.sh builds it)")
     argv = Java.recipe("Main.java", 256)["compile"]
     argv.insert(1, "-J-Xshare:on")
     code, stderr = _compile_inside(engine, argv, "Main.java", "public class Main { public static void main(String[] a) {} }\n")

@@ -19,6 +19,7 @@ import pytest
 
 from coderl.client import SandboxClient
 from coderl.server.settings import Settings
+from tests.helpers.require import require_import
 from tests.helpers.service import free_port
 
 pytestmark = pytest.mark.ray
@@ -30,7 +31,7 @@ def test_a_proxy_slow_to_start_is_waited_for():
     """A proxy whose start takes 65 s (SIGSTOP as it starts: a loaded node) is kept by the controller
     and waited for past ``serve.start``'s own 60 s. Runs before the module's cluster starts (its
     own cluster, shut down at the end)."""
-    ray = pytest.importorskip("ray")
+    ray = require_import("ray", "ray is not installed (the dev extras: scripts/setup.sh dev)")
     from ray import serve
 
     from coderl.server.ray_serve import build_app, start_serve
@@ -70,7 +71,7 @@ def test_a_proxy_slow_to_start_is_waited_for():
 
 @pytest.fixture(scope="module")
 def ray_service():
-    ray = pytest.importorskip("ray")
+    ray = require_import("ray", "ray is not installed (the dev extras: scripts/setup.sh dev)")
     from ray import serve
 
     from coderl.server.ray_serve import build_app, start_serve

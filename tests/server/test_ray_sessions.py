@@ -38,6 +38,7 @@ from coderl.swe.task import RepoTask
 from coderl.swe.task_set import build_task_set
 from tests.helpers.poll import wait_for, wait_for_async
 from tests.helpers.ray_cluster import free_port_range, sandbox_cluster
+from tests.helpers.require import require_import
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
@@ -162,7 +163,7 @@ def graded_task(i: int) -> RepoTask | None:
 
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory):
-    pytest.importorskip("ray")
+    require_import("ray", "ray is not installed (the dev extras: scripts/setup.sh dev)")
     import ray
 
     root = tmp_path_factory.mktemp("swe")

@@ -23,6 +23,7 @@ from coderl.sandbox import languages
 from coderl.sandbox.languages import go_test
 from coderl.server.scalebox import go_test_program
 from tests.helpers.assert_route import accepted
+from tests.helpers.require import require
 
 ROOT = Path(__file__).parents[1] / "golden" / "runners"
 CASES = sorted(p.parent for p in ROOT.glob("*/*/expect.json"))
@@ -61,8 +62,7 @@ def slow_answers(service_url) -> dict[Path, dict]:
 
 
 def _check(answers: dict[Path, dict], case: Path) -> None:
-    if case not in answers:
-        pytest.skip(f"{case.parent.name} is not installed on this host")
+    require(case in answers, f"{case.parent.name} is not installed on this host (scripts/setup.sh installs it)")
     expect = json.loads((case / "expect.json").read_text())
     got = answers[case]
     assert got["status"] == expect["status"], got
@@ -150,8 +150,8 @@ def test_multiple_go_program_is_scaleboxs():
 @pytest.mark.slow
 def test_multiple_go_runs_under_go_test_on_scaleboxs_assert_route(service_url):
     """MultiPL-E's Go tests (``func TestX(t *testing.T)``) run as ScaleBox runs them, under go_test."""
-    if "go_test" not in httpx.get(service_url + "/v1/capabilities", timeout=60).json()["languages"]:
-        pytest.skip("go_test is not installed on this host")
+    require("go_test" in httpx.get(service_url + "/v1/capabilities", timeout=60).json()["languages"],
+            "go_test is not installed on this host (scripts/setup.sh installs go)")
     right, wrong = (f"```go\n{MULTIPLE_GO.replace('OP', op)}```" for op in "+-")
     assert accepted(service_url, "go", right, MULTIPLE_GO_TESTS, ["\n}"]) is True
     assert accepted(service_url, "go", wrong, MULTIPLE_GO_TESTS, ["\n}"]) is False

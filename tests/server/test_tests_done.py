@@ -12,6 +12,7 @@ import pytest
 
 from coderl.server.scalebox import go_test_program, multiple_program, read_tests
 from coderl.server.tests_done import MARK, arm, new_sentinel, ran_to_end
+from tests.helpers.require import require
 
 PHP_TESTS = ("function candidate(...$args) {\n    return add(...$args);\n}\n\nfunction test(): void {\n"
              "    if (candidate(0, 1) !== 1) { throw new Exception(\"Test failed!\"); }\n"
@@ -138,8 +139,8 @@ def test_an_exit_before_the_tests_is_not_accepted(service_url, language):
 @pytest.mark.parametrize("language", sorted(set(CASES) - set(DEFAULT)))
 def test_an_exit_before_the_tests_is_not_accepted_in_every_language(service_url, language):
     served = httpx.get(service_url + "/v1/capabilities", timeout=60).json()["languages"]
-    if ("go_test" if language == "go" else language) not in served:
-        pytest.skip(f"{language} is not installed on this host")
+    require(("go_test" if language == "go" else language) in served,
+            f"{language} is not installed on this host (scripts/setup.sh installs it)")
     _check(service_url, language)
 
 
@@ -167,6 +168,8 @@ def test_the_sentinel_ends_the_tests_main_past_braces_in_literals_and_comments()
     verbatim = '    static void Main() {\n    Debug.Assert(F(@"a\\") == @"}""{");\n    }\n}\n'
     assert arm(verbatim, "csharp", "S").endswith('Console.Write("\\nS\\n");\n}\n}\n')
     assert arm("no main here", "cpp", "S") is None and arm("x", "verilog", "S") is None
+    lua = arm("function t()\n  if x then os.exit(1) end\nend\n\nos.exit(lu.LuaUnit.run())", "lua", "S")
+    assert "if x then os.exit(1) end" in lua and "local __coderl_rc = (lu.LuaUnit.run())" in lua  # the last exit only
 
 
 def test_the_sentinel_line_is_found_and_taken_out():

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.require import needs
 from tests.helpers.smoke_runs import read_report, run_pipeline
 
 MINI = Path(os.environ.get("MINI_SWE_AGENT_VENV", "/opt/mini-swe-agent"))
@@ -20,9 +21,8 @@ MINI = Path(os.environ.get("MINI_SWE_AGENT_VENV", "/opt/mini-swe-agent"))
 FAULT_RATE = 0.2
 # Slow: run by .ci/run (CODERL_TEST_ALL=1). Shares the code smoke run's environment (.smoke-venv).
 pytestmark = [pytest.mark.slow, pytest.mark.verl,
-              pytest.mark.skipif(not (MINI / "bin" / "mini").exists(),
-                                 reason=f"mini-swe-agent is not installed at {MINI} (MINI_SWE_AGENT_VENV): "
-                                        "run scripts/install_mini_swe_agent.sh")]
+              needs((MINI / "bin" / "mini").exists(),
+                    f"mini-swe-agent is not installed at {MINI} (MINI_SWE_AGENT_VENV): run scripts/install_mini_swe_agent.sh")]
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ import pytest
 
 from coderl.cli import main
 from coderl.records.atif import atif_trajectory
-from tests.helpers.harbor_venv import HARBOR_VERSION, harbor_python, read_back, read_back_job
+from tests.helpers.harbor_venv import harbor_for_tests, read_back, read_back_job
 from tests.helpers.view_runs import write_code_run
 
 
@@ -36,9 +36,7 @@ def test_code_records_export_one_file_each(tmp_path, capsys):
 
 
 def test_harbor_reads_code_records_back(tmp_path):
-    python = harbor_python()
-    if python is None:
-        pytest.skip(f"no harbor {HARBOR_VERSION} venv (Python 3.12): `python -m tests.helpers.harbor_venv` builds it")
+    python = harbor_for_tests()
     write_code_run(tmp_path / "records", 6, steps=2)
     assert main(["export", "atif", str(tmp_path)]) == 0
     seen = read_back(python, [tmp_path / "atif"])
@@ -83,9 +81,7 @@ def test_code_records_as_a_harbor_job(tmp_path, capsys):
 
 
 def test_harbor_reads_the_job_back(tmp_path):
-    python = harbor_python()
-    if python is None:
-        pytest.skip(f"no harbor {HARBOR_VERSION} venv (Python 3.12): `python -m tests.helpers.harbor_venv` builds it")
+    python = harbor_for_tests()
     job = harbor_job_run(tmp_path)
     seen = read_back_job(python, job.parent)
     assert seen["folder_type"] == "jobs" and seen["api_jobs"] == [job.name] and seen["api_job_trials"] == 8
