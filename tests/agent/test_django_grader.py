@@ -177,6 +177,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
                           env={**os.environ, "CODERL_NO_PROGRESS": "1"}, timeout=1200)
 
 
+@pytest.mark.slow
 def test_django_rows_through_data_swe_bench_and_eval_swe(tmp_path):
     """A SWE-bench-shaped Django row, its repository a shallow fetch of only its base commit (how a
     user gets each row's commit from GitHub: docs/agent.md), served by `coderl data swe-bench`
@@ -208,3 +209,40 @@ def test_django_rows_through_data_swe_bench_and_eval_swe(tmp_path):
     assert graded.returncode == 0, graded.stderr
     summary = json.loads((tmp_path / "eval" / "summary.json").read_text())
     assert summary["statuses"] == {"resolved": 1}, summary
+
+
+OLDER = ("testcase-call-skipped", "unittest-result-patched", "runner-swaps-test-code", "os-exit-in-test")
+
+
+@pytest.mark.heavy
+@pytest.mark.parametrize("python", ["3.8", "3.9"])
+def test_on_the_pythons_swe_bench_runs_django_4_on(python, tmp_path):
+    """Django 4.0-4.2's rows run on Python 3.8 and 3.9 in SWE-bench's tables: gold, empty and the
+    attacks aimed at the wrappers, on each (the environment built first, alone)."""
+    from coderl.errors import EnvBuildError
+    from coderl.swe.environment import build_env
+    from coderl.swe.interpreters import find_python
+
+    try:
+        find_python(python)
+    except EnvBuildError as exc:
+        pytest.skip(f"no Python {python} here: {exc}")
+    extra = ("backports.zoneinfo==0.2.1",) if python == "3.8" else ()  # Django 4.2 needs it before 3.9
+    env = dataclasses.replace(ENV, requirements=(*ENV.requirements, *extra), python=python)
+    build_env(env, default_cache_dir())
+    repos, task = make_django_task(default_cache_dir())
+    task = dataclasses.replace(task, env=env)
+    store = RepoStore(repos, tmp_path / "cache")
+    snapshot = store.snapshot(task.repo, task.base_commit)
+    attacks = [a for a in ATTACKS if a.id in OLDER]
+
+    async def main():
+        async with SessionHost() as host:
+            grader = RepoGrader(host, store, env_cache=default_cache_dir(), concurrency=3)
+            return await grader.grade_many([(task, task.gold_patch), (task, ""),
+                                            *((task, make_diff(snapshot, tmp_path, a.appends)) for a in attacks)])
+
+    gold, empty, *rest = asyncio.run(main())
+    assert (gold.status, empty.status) == ("resolved", "unresolved"), (gold, empty)
+    for attack, r in zip(attacks, rest, strict=True):
+        assert (r.status, r.reward) == (attack.expected, 0.0), (attack.id, r)
