@@ -59,7 +59,7 @@ _IN_MAIN = {
 }
 _GO_TEST = '\nfunc TestZzzCoderlTestsDone(t *testing.T) {{\n\tfmt.Print("\\n{s}\\n")\n}}\n'
 _CHAR = re.compile(r"'(\\.|[^'\\\n])'")
-_LUA_EXIT = re.compile(r"os\.exit\((.*)\)\s*$", re.S)
+_LUA_EXIT = re.compile(r"os\.exit\((.*)\)\s*", re.S)
 #: rackunit's checks outside a test case only print a failure and go on (the program still exits
 #: 0, and ScaleBox accepts a wrong answer): each failure now ends the program with exit 1
 _RACKUNIT_FAILS = ("(require rackunit)\n(current-check-handler (let ([shown (current-check-handler)]) "
@@ -81,9 +81,10 @@ def arm(tests: str, language: str, sentinel: str) -> str | None:
     if language == "ruby" and "Test::Unit::TestCase" in tests:
         return tests + _RUBY_RUN.format(s=sentinel)
     if language == "lua":
-        match = _LUA_EXIT.search(tests)
+        at = tests.rfind("os.exit(")  # the tests' last statement: os.exit(lu.LuaUnit.run())
+        match = _LUA_EXIT.fullmatch(tests, at) if at != -1 else None
         if match:
-            return (tests[:match.start()] + f"local __coderl_rc = ({match.group(1)})\n"
+            return (tests[:at] + f"local __coderl_rc = ({match.group(1)})\n"
                     f'if __coderl_rc == 0 then io.write("\\n{sentinel}\\n") end\nos.exit(__coderl_rc)\n')
     if language == "racket":
         tests = tests.replace("(require rackunit)", _RACKUNIT_FAILS, 1)
