@@ -96,6 +96,7 @@ def test_an_episodes_signals_from_its_grade():
     assert judged["hack_ended_early"] == 1 and list(judged) == list(KEYS)
 
 
+@pytest.mark.verl
 def test_step_metrics_from_verls_agent_loop_outputs():
     """The sampler's view: verl's AgentLoopOutput extra_fields (the agent loop's own keys) and the code
     reward's extras under reward_extra_info, as `ScoredReplayBuffer` reads them."""

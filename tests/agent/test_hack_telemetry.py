@@ -25,7 +25,7 @@ from tests.helpers.tq_step import sampled_step_metrics
 
 from coderl.swe.task import RepoTask
 
-pytestmark = [pytest.mark.heavy, pytest.mark.verl]
+pytestmark = [pytest.mark.heavy, pytest.mark.verl, pytest.mark.ray]
 
 
 def _episode(model, tok, tmp_path, row: dict, extra_info: dict, cmd: str):
