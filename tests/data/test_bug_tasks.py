@@ -163,8 +163,10 @@ def test_the_commands_refuse_bad_input_in_one_line(tmp_path):
         build_swe_smith(tmp_path / "m", tmp_path / "o", cache_dir=tmp_path / "c", instances=["nope"], build_envs=True)
     with pytest.raises(BadRequest, match="pass --build-envs"):
         build_swe_smith(tmp_path / "m", tmp_path / "o", cache_dir=tmp_path / "c")
-    with pytest.raises(BadRequest, match="no environment for"):  # no repos.json beside the link
-        build_synth(tmp_path / "m" / f"{H11}.bundle", "main", tmp_path / "o", cache_dir=tmp_path / "c")
+    plain = tmp_path / "plainrepo.bundle"  # neither a --specs entry nor a mirror's name: whose is it?
+    plain.symlink_to(SMITH / f"{H11}.bundle")
+    with pytest.raises(BadRequest, match="pass --name"):
+        build_synth(plain, "main", tmp_path / "o", cache_dir=tmp_path / "c")
     with pytest.raises(BadRequest, match="--commit nope: not a commit"):
         build_synth(tmp_path / "m" / f"{H11}.bundle", "nope", tmp_path / "o", cache_dir=tmp_path / "c")
 

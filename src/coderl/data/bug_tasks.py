@@ -56,9 +56,9 @@ class BugCandidate:
 
 class RepoBuilder:
     """One repository's candidates -> rows: its work repository under ``OUT/repos``, its
-    environment, and its clean runs (one per clean commit)."""
+    environment (``spec``; None: inferred), and its clean runs (one per clean commit)."""
 
-    def __init__(self, repo: str, out_repos: Path, cache: Path, spec: EnvSpec, test_cmd: str, host: SessionHost, *,
+    def __init__(self, repo: str, out_repos: Path, cache: Path, spec: EnvSpec | None, test_cmd: str, host: SessionHost, *,
                  max_failing: int = 0, statements: dict[str, str] | None = None) -> None:
         self.repo, self.cache, self.spec, self.test_cmd, self.host = repo, cache, spec, test_cmd, host
         self.work = out_repos / repo.replace("/", "__")
@@ -70,6 +70,7 @@ class RepoBuilder:
         self.statements = statements or {}
         self._clean: dict[str, asyncio.Task[Census]] = {}
         self._env: dict[str, Path] = {}
+        self._specs: dict[str, EnvSpec] = {}
         self.runs, self.run_s = 0, 0.0  # suite runs and their summed wall time (each a single pytest process)
 
     def import_commit(self, source: Path, commit: str) -> str:
@@ -80,7 +81,20 @@ class RepoBuilder:
         return sha
 
     def env_spec(self, clean_commit: str) -> EnvSpec:
-        return EnvSpec.from_value({**self.spec.to_dict(), "source": f"{self.repo}@{clean_commit}"})
+        """The rows' environment: the given spec built from ``clean_commit``'s tree, or with none
+        given (a repository SWE-smith's specifications lack), the one ``coderl.swe.env_infer`` reads
+        from that tree as of the commit's date (``EnvBuildError`` with its reason when it cannot)."""
+        if clean_commit not in self._specs:
+            source = f"{self.repo}@{clean_commit}"
+            if self.spec is not None:
+                self._specs[clean_commit] = EnvSpec.from_value({**self.spec.to_dict(), "source": source})
+            else:
+                from coderl.swe.env_infer import infer_env
+
+                date = git("show", "-s", "--format=%cI", clean_commit, cwd=self.work).strip()
+                self._specs[clean_commit] = infer_env(self.store.snapshot(self.repo, clean_commit), source=source,
+                                                      resolved_at=date)
+        return self._specs[clean_commit]
 
     def environment(self, clean_commit: str) -> Path:
         """The environment of rows on ``clean_commit`` (built from its tree; once, then cached)."""

@@ -13,7 +13,8 @@ same way). Both are run, so FAIL_TO_PASS and PASS_TO_PASS are always measured he
 
 The environment per repository is SWE-smith's own (``repos.json`` beside the mirrors, or
 ``--specs``: the Python version, the exact pins of its conda environment, its editable install);
-a mirror without one is dropped whole, with that reason.
+for a mirror without one, the environment ``coderl.swe.env_infer`` reads from the repository's
+tree (its branches are dropped with that module's reason when it refuses).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from coderl.sandbox.session import SessionHost
 from coderl.swe.store import build_once, git
 from coderl.swe.task import DEFAULT_TEST_CMD, EnvSpec
 
-_MIRROR = re.compile(r"^(?P<owner>[A-Za-z0-9_.-]+?)__(?P<name>[A-Za-z0-9_.-]+)\.(?P<sha>[0-9a-f]{8})$")
+MIRROR_NAME = re.compile(r"^(?P<owner>[A-Za-z0-9_.-]+?)__(?P<name>[A-Za-z0-9_.-]+)\.(?P<sha>[0-9a-f]{8})$")
 _PIP_INSTALL = re.compile(r"^(?:python -m )?pip install (?P<args>.+)$")
 
 
@@ -45,13 +46,13 @@ def find_mirrors(mirrors_dir: Path) -> dict[str, Path]:
     for path in sorted(mirrors_dir.iterdir()):
         name = path.name.removesuffix(".bundle").removesuffix(".git")
         is_git = path.is_dir() and ((path / "HEAD").is_file() or (path / ".git").exists())
-        if _MIRROR.match(name) and ((path.is_file() and path.suffix == ".bundle") or is_git):
+        if MIRROR_NAME.match(name) and ((path.is_file() and path.suffix == ".bundle") or is_git):
             out[name] = path
     return out
 
 
 def upstream_repo(mirror: str) -> str:
-    m = _MIRROR.match(mirror)
+    m = MIRROR_NAME.match(mirror)
     if m is None:
         raise BadRequest(f"{mirror}: not a SWE-smith mirror name (<owner>__<name>.<sha8>)")
     return f"{m['owner']}/{m['name']}"
@@ -211,12 +212,7 @@ async def _mirror_rows(mirror: str, source: Path, branches: list[str], entry: di
         report["dropped"][branch] = why
         counts.setdefault(layout, {"sampled": 0, "kept": 0})["sampled"] += 1
 
-    if entry is None:
-        for b in branches:
-            drop(b, "unknown", f"no environment specification for {repo}: repos.json has no entry for {mirror} "
-                               "(pass --specs)")
-        return {"repo": repo, "layouts": counts, "wall_s": 0.0}
-    spec, test_cmd = smith_spec(entry)
+    spec, test_cmd = smith_spec(entry) if entry else (None, DEFAULT_TEST_CMD)
     gate = asyncio.Semaphore(jobs)
     async with SessionHost() as host:
         builder = RepoBuilder(repo, out / "repos", cache, spec, test_cmd, host, statements=statements)
@@ -256,7 +252,7 @@ async def _mirror_rows(mirror: str, source: Path, branches: list[str], entry: di
                 except CoderlError as exc:
                     drop(cand.instance_id, layout, f"{type(exc).__name__}: {str(exc)[:500]}")
                     return
-            rows.append({**row, "mirror": mirror})
+            rows.append({**row, "mirror": mirror, "environment_from": "repos.json" if entry else "inferred"})
             c = counts.setdefault(layout, {"sampled": 0, "kept": 0})
             c["sampled"] += 1
             c["kept"] += 1

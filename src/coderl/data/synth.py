@@ -6,7 +6,8 @@ mutated by ``coderl.data.mutations``; the candidates, shuffled by ``--seed``, ar
 ``--max-tasks`` are kept or ``--max-tries`` were run. A bug is kept when it breaks between 1 and
 ``--max-failing`` tests and the rest still pass, and when no bug kept before broke exactly the
 same tests (the failing-test signature: two bugs that fail the same tests teach the same lesson).
-The environment is the repository's entry in ``--specs`` (repos.json shaped, as SWE-smith's).
+The environment is the repository's entry in ``--specs`` (repos.json shaped, as SWE-smith's),
+else the one ``coderl.swe.env_infer`` reads from the repository's tree.
 """
 
 from __future__ import annotations
@@ -24,10 +25,18 @@ from coderl.data.bug_tasks import BugCandidate, Drop, RepoBuilder
 from coderl.data.common import write_jsonl
 from coderl.data.decontam import overlap_report
 from coderl.data.mutations import Mutation, mutations
-from coderl.data.swe_smith import mirror_git, read_specs, read_statements, smith_spec, upstream_repo
+from coderl.data.swe_smith import (
+    MIRROR_NAME,
+    mirror_git,
+    read_specs,
+    read_statements,
+    smith_spec,
+    upstream_repo,
+)
 from coderl.errors import BadRequest, CoderlError
 from coderl.sandbox.session import SessionHost
 from coderl.swe.store import git
+from coderl.swe.task import DEFAULT_TEST_CMD
 
 _NOT_LIBRARY = ("test", "tests", "testing", "docs", "doc", "examples", "benchmarks", "scripts", "build")
 
@@ -58,14 +67,14 @@ def build_synth(repo_dir: str | Path, commit: str, out: str | Path, *, cache_dir
         sha = git("rev-parse", "--verify", "-q", f"{commit}^{{commit}}", cwd=source).strip()
     except CoderlError as exc:
         raise BadRequest(f"--commit {commit}: not a commit of {path}") from exc
-    stem = path.name.removesuffix(".bundle").removesuffix(".git")
+    stem = Path(repo_dir).name.removesuffix(".bundle").removesuffix(".git")  # as named, not a link's target
     # beside the repository as the user named it (a link's target may sit beside another repos.json)
     entries = read_specs(Path(specs) if specs else Path(repo_dir).absolute().parent / "repos.json")
     entry = entries.get(stem) or next((e for e in entries.values() if e.get("repo") == name), None)
-    if entry is None:
-        raise BadRequest(f"no environment for {name or stem}: --specs has no entry for it (repos.json shaped)")
-    repo = name or str(entry.get("repo") or upstream_repo(stem))
-    spec, test_cmd = smith_spec(entry)
+    if entry is None and name is None and not MIRROR_NAME.match(stem):
+        raise BadRequest(f"--repo {path.name}: pass --name owner/name (no --specs entry, not a mirror's name)")
+    repo = name or str((entry or {}).get("repo") or upstream_repo(stem))
+    spec, test_cmd = smith_spec(entry) if entry else (None, DEFAULT_TEST_CMD)  # None: inferred from the tree
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     report = asyncio.run(_synth(source, sha, repo, spec, test_cmd, out, cache, max_tasks=max_tasks,
