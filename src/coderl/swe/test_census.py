@@ -86,8 +86,10 @@ async def run_census(host: SessionHost, snapshot: Path, env_dir: Path, diff: str
             data = json.loads(await session.read_file(_RESULTS, max_bytes=64 << 20))
         except Exception as exc:  # no file, cut or unreadable: the run tells nothing
             tail = (run.stderr or run.stdout).strip()[-400:]
-            raise SandboxError(f"the test run left no records (exit {run.exit_code}, timed out {run.timed_out}): "
-                               f"{tail}") from exc
+            how = (f"killed by signal {run.signal}" + (" (out of memory)" if run.oom_killed else "")
+                   if run.exit_code is None and not run.timed_out else
+                   "timed out" if run.timed_out else f"exit {run.exit_code}")
+            raise SandboxError(f"the test run left no records ({how}): {tail}") from exc
         return Census(tests=data["tests"], messages=data["messages"], exit_code=data["exit"], wall_s=run.wall_s)
     finally:
         await session.close()
