@@ -9,7 +9,8 @@ never pass (SWE-bench's Django log parser reads neither as passed).
 
 ``tampered`` (reward 0): a forged or out-of-sequence record (or one the launcher's writer marks
 ``forged``: sent by code that is not the grader's); a success reported for a call that
-raised or never happened; a test class whose ``_callTestMethod`` is not ours; test code that is not
+raised or never happened, or for a test one of whose parts (set-up, call, subtest, tear-down) was
+sent as failed while it ran; a test class whose ``_callTestMethod`` is not ours; test code that is not
 what its pristine file compiles to; a test module or test method file whose bytes are not the base
 commit's (or the test patch's); a ``rewrite`` record (a class of ``unittest`` changed, a code swap,
 a trace hook, raw memory through ctypes); our wrappers not in place at the end; exit status 0
@@ -37,7 +38,7 @@ def decide_unittest(run: ExecResult, nonce: str, fail_to_pass: tuple[str, ...], 
     if stream.exit is not None and not kinds["start"] and not stream.findings and \
             stream.exit.get("exit_code") in (EXIT_NO_RUNNER, EXIT_LAUNCHER):
         return RunVerdicts(GradeStatus.SANDBOX_ERROR, message="the grading run could not start: " + run.stderr.strip()[-300:])
-    by_id, findings = _per_test(kinds["test"])
+    by_id, findings = _per_test(kinds["test"], kinds["part_failed"])
     f2p = {t: by_id.get(t, {}).get("status", "missing") for t in fail_to_pass}
     p2p = {t: by_id.get(t, {}).get("status", "missing") for t in pass_to_pass}
     cut = cut_short(run)
@@ -56,13 +57,19 @@ def decide_unittest(run: ExecResult, nonce: str, fail_to_pass: tuple[str, ...], 
     return RunVerdicts(GradeStatus.RESOLVED if resolved else GradeStatus.UNRESOLVED, f2p, p2p)
 
 
-def _per_test(records: list[dict]) -> tuple[dict[str, dict], list[str]]:
-    """Every name of each recorded test -> its status and whether it passed; the findings."""
+def _per_test(records: list[dict], failed_parts: list[dict]) -> tuple[dict[str, dict], list[str]]:
+    """Every name of each recorded test -> its status and whether it passed; the findings. A part
+    of a test (set-up, the call, a subtest, tear-down) sent as failed while it ran makes the test
+    fail whatever its outcome says, and a ``PASSED`` outcome with one is a finding."""
     out: dict[str, dict] = {}
     findings = []
+    failed = {p["ids"][0] for p in failed_parts}
     for r in records:
         name = r["ids"][0]
         status, calls = r["status"], r.get("calls", [])
+        if name in failed and status == "PASSED":
+            findings.append(f"{name}: reported passed, but a part of it failed while it ran")
+            status = "FAILED"
         if r.get("call_overridden"):
             findings.append(f"{name}: its class's _callTestMethod is not unittest's")
         if r.get("foreign_code"):

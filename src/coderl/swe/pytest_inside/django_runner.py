@@ -14,6 +14,10 @@ environment and the nonce's ``send`` are set up, before any code of the reposito
 - wraps ``unittest.TestCase._callTestMethod`` (Python 3.8+): whether the test method was called and
   what it raised, our own view of the call (a success reported for a call that raised, or that
   never happened, is a finding); a test class whose ``_callTestMethod`` is not ours is a finding;
+- wraps ``unittest.case._Outcome.testPartExecutor`` (set-up, the call, each subtest, tear-down):
+  each wanted test's part that raised is sent at once (``part_failed``), and after the call the
+  test's outcome object must still route its parts and its result through ours (the object is
+  reachable from the code under test, which could otherwise route a subtest's failure away);
 - compiles the protected test files (``rewrites.Pristine``, plain compilation: no assertion
   rewriting under unittest) and checks at each wanted test's call that the test method, and every
   function of a test file it wraps, holds one of those code objects; the file the method comes
@@ -86,6 +90,8 @@ class Run:
         self.skip_exception = unittest.case.SkipTest
         self.original_run = unittest.case.TestCase.run
         self.original_call = getattr(unittest.case.TestCase, "_callTestMethod", None)
+        self.outcome_class = getattr(unittest.case, "_Outcome", None)
+        self.original_part = getattr(self.outcome_class, "testPartExecutor", None)
         trusted = tuple(os.path.realpath(p) for p in (sys.base_prefix, sys.prefix, spec["site_packages"],
                                                        os.path.dirname(os.path.abspath(__file__))))
         self.is_trusted = rewrites.realpath_cache(trusted)
@@ -102,11 +108,13 @@ class Run:
 
     # ------------------------------------------------------------------ installed before the run
     def install(self) -> None:
-        run, call = self._run(), self._call()
+        run, call, part = self._run(), self._call(), self._part()
         self.case.run = run
         if self.original_call is not None:
             self.case._callTestMethod = call
-        self.ours = (run, call)
+        if self.original_part is not None:
+            self.outcome_class.testPartExecutor = part
+        self.ours = (run, call, part)
         self.classes = unittest_classes()  # with our wrappers in: what must still be there at the end
         sys.addaudithook(self.audit)  # for the rest of the process: no code can remove it
 
@@ -133,9 +141,10 @@ class Run:
                 return me.original_run(self, result)
             outcomes: list[str] = []
             calls: list[str | None] = []
-            outer, me.current = me.current, (self, calls)
+            recorder = Recorder(result, outcomes, me)
+            outer, me.current = me.current, (self, calls, recorder)
             try:
-                return me.original_run(self, Recorder(result, outcomes, me))
+                return me.original_run(self, recorder)
             finally:
                 me.current = outer
                 me.record(self, outcomes, calls)
@@ -155,8 +164,49 @@ class Run:
             except BaseException as exc:
                 current[1][-1] = type(exc).__name__
                 raise
+            finally:
+                me.check_outcome(self, current[2])
 
         return _callTestMethod
+
+    def _part(self):  # type: ignore[no-untyped-def]
+        """unittest's ``_Outcome.testPartExecutor`` (set-up, the call, each subtest, tear-down),
+        with each part that raised sent at once as a ``part_failed`` record: unittest's outcome
+        object, which routes a subtest's failure to the result, is reachable from the code under
+        test, and a record already written cannot be taken back."""
+        import contextlib
+
+        me, original = self, self.original_part
+
+        @contextlib.contextmanager
+        def testPartExecutor(outcome, test_case, *args, **kwargs):  # type: ignore[no-untyped-def]  # noqa: N802
+            with original(outcome, test_case, *args, **kwargs):
+                try:
+                    yield
+                except BaseException as exc:
+                    me.part_failed(outcome, test_case, exc)
+                    raise
+
+        return testPartExecutor
+
+    def part_failed(self, outcome, test_case, exc: BaseException) -> None:  # type: ignore[no-untyped-def]
+        if isinstance(exc, (self.skip_exception, KeyboardInterrupt)) or type(exc).__name__ == "_ShouldStop" \
+                or getattr(outcome, "expecting_failure", False):
+            return
+        test = getattr(test_case, "test_case", test_case)  # a subtest's test
+        ids = test_ids(test)
+        if self.wanted.intersection(ids):
+            self.send("part_failed", ids=ids, raised=type(exc).__name__)
+
+    def check_outcome(self, test, recorder) -> None:  # type: ignore[no-untyped-def]
+        """After the test method's call: unittest's outcome object of the test still routes its
+        parts through our ``testPartExecutor`` and its result to our recorder."""
+        outcome = getattr(test, "_outcome", None)
+        if outcome is None or self.original_part is None:
+            return
+        if "testPartExecutor" in vars(outcome) or vars(type(outcome)).get("testPartExecutor") is not self.ours[2] \
+                or getattr(outcome, "result", recorder) is not recorder:
+            self.send("rewrite", what=f"unittest's outcome object of {test_ids(test)[0]} changed during its call")
 
     # ------------------------------------------------------------------ records
     def record(self, test, outcomes: list[str], calls: list) -> None:  # type: ignore[no-untyped-def]
