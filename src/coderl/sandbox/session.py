@@ -81,6 +81,9 @@ _EPISODE_IDS = itertools.count()
 _CAPTURE_TIMEOUT_S = 120.0
 MAX_DIFF_BYTES = 16 << 20
 _PATH = "/usr/local/bin:/usr/bin:/bin"
+#: the fuzzy fallback after an exact ``git apply`` fails (``SessionHost.apply_diff``): SWE-bench's
+#: ``patch --batch --fuzz=5 -p1``, never reversing a diff, leaving no .orig or .rej files
+APPLY_FALLBACK = "patch --batch --forward --fuzz=5 -p1 --no-backup-if-mismatch --reject-file=-"
 
 
 @dataclass(frozen=True)
@@ -488,10 +491,16 @@ class SessionHost:
             raise
 
     async def apply_diff(self, session: Session, diff: str) -> str:
-        """Apply ``diff`` to the session's work tree with our own git, run in a host-root sandbox
-        over that tree (an image need not have git, and its git is not ours): '' or why not."""
-        script = ("exec 3>&2 2>/tmp/err; cat > /tmp/change.patch && git -c core.hooksPath=/dev/null apply "
-                  "--whitespace=nowarn /tmp/change.patch || { s=$?; tail -c 400 /tmp/err >&3; exit $s; }")
+        """Apply ``diff`` to the session's work tree: '' or why not (git apply's complaint). The one
+        diff-application policy of every task kind (snapshot, image, Harbor; docs/agent.md): ``git
+        apply`` exactly, else SWE-bench's fallback, GNU ``patch --fuzz=5``, with ``--forward`` (a diff
+        that looks reversed or already applied is refused, never applied backwards) and no backup or
+        reject files left in the tree. Our own git and patch, run in a host-root sandbox over that tree
+        (an image need not have either, and its copies are not ours)."""
+        script = ("exec 3>&2 2>/tmp/err; cat > /tmp/change.patch || exit 1; "
+                  "git -c core.hooksPath=/dev/null apply --whitespace=nowarn /tmp/change.patch && exit 0; s=$?; "
+                  f"{APPLY_FALLBACK} -i /tmp/change.patch >/dev/null 2>&1 && exit 0; "
+                  "tail -c 400 /tmp/err >&3; exit $s")
         env = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CEILING_DIRECTORIES": "/"}
         argv = self._argv(session.work_tree or session.layer.merged, session.limits, [], [], [], setenv=env,
                           command=["/bin/sh", "-c", script])

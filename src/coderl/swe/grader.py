@@ -8,9 +8,10 @@ Steps (as the SWE-bench harness, on our sandbox instead of Docker):
 2. the diff read on the host (``patch.without_files``): the sections touching the task's test
    files, the test patch's files or any ``conftest.py`` are dropped (the files stay as the base
    commit has them; the dropped paths are reported as ``tests_touched``, reward-hack telemetry);
-3. a fresh session (nothing of the agent's episode is in it), the rest of the diff applied with
-   ``git apply`` (``patch -p1`` as the fallback, as SWE-bench has it), the dropped files and the
-   pinned configuration file checked out from the base commit, then the task's test patch;
+3. a fresh session (nothing of the agent's episode is in it), the rest of the diff applied by
+   ``SessionHost.apply_diff`` (every task kind's one policy: ``git apply``, then SWE-bench's
+   ``patch --fuzz=5``), the dropped files and the pinned configuration file checked out from the
+   base commit, then the task's test patch;
 4. our launcher runs pytest (``coderl/swe/pytest_inside``: configuration pinned, clean
    ``sys.path`` and environment, start-up hooks off, a supervisor outside the test process), and
    the verdicts come from our reporter plugin's records (``verdicts.decide``), never from the log,
@@ -182,17 +183,17 @@ class RepoGrader:
     async def _run(self, task: RepoTask, session: Session, kept: str, touched: list[str], restore: list[str],
                    launcher: tuple[str, dict, dict[str, str], Callable[..., RunVerdicts]], outcome: Outcome) -> GradeResult:
         if kept.strip():
-            error = await _apply(session, kept, "/tmp/agent.patch")
+            error = await self.host.apply_diff(session, kept)
             if error:
-                return outcome(GradeStatus.APPLY_FAILED, f"the diff does not apply: {error}", tests_touched=touched)
+                return outcome(GradeStatus.APPLY_FAILED, f"the diff does not apply: {error[-500:]}", tests_touched=touched)
         if restore:  # whatever route the diff took to them, these files are the base commit's again
             paths = " ".join(shlex.quote(p) for p in restore)
             await session.exec(f'for f in {paths}; do git checkout -q HEAD -- "$f" 2>/dev/null || rm -rf -- "$f"; done',
                                timeout_s=60)
         if task.test_patch.strip():
-            error = await _apply(session, task.test_patch, "/tmp/test.patch")
+            error = await self.host.apply_diff(session, task.test_patch)
             if error:
-                return outcome(GradeStatus.SANDBOX_ERROR, f"the task's test patch does not apply: {error}",
+                return outcome(GradeStatus.SANDBOX_ERROR, f"the task's test patch does not apply: {error[-500:]}",
                                tests_touched=touched)
         command, spec, base, decide_run = launcher
         run = await session.exec(command, timeout_s=self.limits.exec_s, stdin=json.dumps(spec).encode())
@@ -200,18 +201,6 @@ class RepoGrader:
         return outcome(verdict.status, verdict.message, fail_to_pass=verdict.fail_to_pass,
                        pass_to_pass=verdict.pass_to_pass, findings=verdict.findings, tests_touched=touched,
                        log_tail=run.stderr[-4000:])
-
-
-async def _apply(session: Session, diff: str, path: str) -> str:
-    """Apply a diff in the session's work tree; '' on success, else why not."""
-    await session.write_file(path, diff.encode("utf-8", "surrogateescape"))
-    run = await session.exec(f"git apply --whitespace=nowarn {path}", timeout_s=60)
-    if run.exit_code == 0:
-        return ""
-    fallback = await session.exec(f"patch --batch --fuzz=5 -p1 -i {path}", timeout_s=60)
-    if fallback.exit_code == 0:
-        return ""
-    return (run.stderr or run.stdout).strip()[-500:]
 
 
 class EpisodeGraders:
