@@ -82,3 +82,22 @@ def test_a_failed_build_names_the_requirement_and_leaves_nothing(tmp_path):
     with pytest.raises(EnvBuildError, match="cannot install coderl-unit-missing==0.1"):
         build_env(spec, tmp_path / "cache", find_links=wheels)
     assert not (tmp_path / "cache" / "envs" / env_key(spec, wheels)).exists()
+
+
+def test_threads_resolving_one_spec_at_once_share_one_key(tmp_path):
+    """A grader's concurrent gradings (and a builder's jobs) resolve the same new spec from threads
+    of one process: each resolution works in a directory of its own (a pid-named one collided:
+    FileExistsError, "Current directory does not exist")."""
+    import sys
+    from concurrent.futures import ThreadPoolExecutor
+
+    from coderl.swe.environment import resolution_key
+
+    wheels = tmp_path / "wheels"
+    make_wheel(wheels)
+    python = f"{sys.version_info.major}.{sys.version_info.minor}"
+    spec = EnvSpec(requirements=("coderl_unit_tiny==1.0",), python=python)
+    with ThreadPoolExecutor(4) as pool:
+        keys = list(pool.map(lambda _: resolution_key(spec, tmp_path / "cache", wheels), range(4)))
+    assert len(set(keys)) == 1
+    assert [p.name for p in (tmp_path / "cache" / "resolutions").iterdir() if not p.name.endswith(".json")] == []

@@ -38,6 +38,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import tempfile
 from pathlib import Path
 
 from coderl.cache import ready_once
@@ -113,8 +114,10 @@ def resolution_key(spec: EnvSpec, cache_dir: Path, find_links: Path | None = Non
     memo = cache_dir / "resolutions" / f"{env_key(spec, find_links)}.json"
     if memo.is_file():
         return json.loads(memo.read_text())["key"]
-    src = cache_dir / "resolutions" / f"{memo.stem}.{os.getpid()}.src"
-    shutil.rmtree(src, ignore_errors=True)
+    # a directory of this call's own: threads of one process resolve specs at once (a grader's
+    # concurrent gradings, a builder's jobs), so a name made of the pid collides
+    memo.parent.mkdir(parents=True, exist_ok=True)
+    src = Path(tempfile.mkdtemp(prefix=f"{memo.stem}.", suffix=".src", dir=memo.parent))
     try:
         _source_tree(spec, cache_dir, src)
         env = _build_environ()
@@ -137,7 +140,7 @@ def resolution_key(spec: EnvSpec, cache_dir: Path, find_links: Path | None = Non
                    "packaging": packaging, "install": spec.install, "build_env": dict(spec.build_env),
                    "pythonpath": list(spec.pythonpath), "find_links": str(find_links or ""), "trusted": spec.trusted}
         key = "r" + hashlib.sha256(json.dumps(made_of, sort_keys=True).encode()).hexdigest()[:15]
-        tmp = memo.with_suffix(f".{os.getpid()}.tmp")
+        tmp = src.with_suffix(".tmp")
         tmp.write_text(json.dumps({"key": key, "spec": spec.to_dict(), **made_of}, indent=1))
         tmp.replace(memo)
         return key
@@ -211,7 +214,7 @@ def _project_env(spec: EnvSpec, dest: Path, cache_dir: Path, find_links: Path | 
 
 def _source_tree(spec: EnvSpec, cache_dir: Path, src: Path) -> None:
     """The project's files at ``spec.source`` (``owner/name@sha``), copied from its snapshot."""
-    src.mkdir(parents=True)
+    src.mkdir(parents=True, exist_ok=True)
     if not spec.source:
         return
     repo, _, commit = spec.source.partition("@")
