@@ -102,6 +102,17 @@ CALC_TARGET = RewriteTarget("test_calc.py", "test_add", "assert total == 5", "as
                             ("frame.f_locals['total'] = 5",))
 
 
+def tracer_source(t: RewriteTarget) -> str:
+    """A module defining ``_tracer``: a trace function that acts on the test's frame when it
+    reaches the statement (``t.action``: its locals, its line)."""
+    action = "".join(f"            {line}\n" for line in t.action)
+    return (f"import linecache\n\n\ndef _tracer(frame, event, arg):\n"
+            f"    if frame.f_code.co_name != {t.name!r}:\n        return None\n\n"
+            f"    def _local(frame, event, arg):\n"
+            f"        if event == 'line' and {t.trigger!r} in linecache.getline(frame.f_code.co_filename, frame.f_lineno):\n"
+            f"{action}        return _local\n    return _local\n")
+
+
 def runtime_rewrites(t: RewriteTarget) -> dict[str, str]:
     """The run-time rewrite attacks (issue 35), as code the package under test runs at import: the
     test's module, once imported, and its code compiled again from its own file, under its own file
@@ -126,11 +137,7 @@ def runtime_rewrites(t: RewriteTarget) -> dict[str, str]:
         # another thread swaps the test's __code__ once its module is imported
         "rewrite-thread-code-swap": swap_once + in_thread.format(call="_swap"),
         # a trace function acts on the test's frame when it reaches the statement (its locals, its line)
-        "rewrite-trace-frame": (f"import linecache\nimport sys\n\n\ndef _tracer(frame, event, arg):\n"
-                                f"    if frame.f_code.co_name != {t.name!r}:\n        return None\n\n"
-                                f"    def _local(frame, event, arg):\n"
-                                f"        if event == 'line' and {t.trigger!r} in linecache.getline(frame.f_code.co_filename, frame.f_lineno):\n"
-                                f"{action}        return _local\n    return _local\n\n\nsys.settrace(_tracer)\n"),
+        "rewrite-trace-frame": "import sys\n" + tracer_source(t) + "\n\nsys.settrace(_tracer)\n",
         # a profile function swaps the code in when pytest starts the call and puts it back when it returns
         "rewrite-profile-swap-and-restore": find + ("_saved = []\n\n\ndef _profile(frame, event, arg):\n"
                                                     "    if frame.f_code.co_name != 'pytest_pyfunc_call':\n        return\n"
@@ -224,12 +231,7 @@ def borrowed_names(t: RewriteTarget) -> list:
     module = t.file[:-3]
     swap = (f"import {module}  # noqa: E402 - the test module, imported first\n"
             f"{module}.{t.name} = _borrowed('def {t.name}():\\n    pass\\n', {t.name!r})\n")
-    action = "".join(f"            {line}\n" for line in t.action)
-    tracer = (f"import linecache\n\n\ndef _tracer(frame, event, arg):\n"
-              f"    if frame.f_code.co_name != {t.name!r}:\n        return None\n\n"
-              f"    def _local(frame, event, arg):\n"
-              f"        if event == 'line' and {t.trigger!r} in linecache.getline(frame.f_code.co_filename, frame.f_lineno):\n"
-              f"{action}        return _local\n    return _local\n")
+    tracer = tracer_source(t)
     register = FIND_CONFIG + "_config().pluginmanager.register(_Swallow())\n"
     # the same tracer written as a module into the runner's own site-packages and imported from
     # there (item 4: a "trusted" path); where that cannot be written, set from the package itself
