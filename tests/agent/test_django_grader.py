@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from tests.helpers.django_fixture import ENV, F2P, FIXED, P2P, TEST, make_django_task
+from tests.helpers.require import require
 
 from coderl.cache import default_cache_dir
 from coderl.sandbox.session import SessionHost
@@ -238,7 +239,7 @@ def test_on_the_pythons_swe_bench_runs_django_4_on(python, tmp_path):
     try:
         find_python(python)
     except EnvBuildError as exc:
-        pytest.skip(f"no Python {python} here: {exc}")
+        require(False, f"no Python {python} here: {exc}")
     extra = ("backports.zoneinfo==0.2.1",) if python == "3.8" else ()  # Django 4.2 needs it before 3.9
     env = dataclasses.replace(ENV, requirements=(*ENV.requirements, *extra), python=python)
     build_env(env, default_cache_dir())
