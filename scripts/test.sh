@@ -3,14 +3,15 @@
 #   scripts/test.sh [pytest args]     e.g. scripts/test.sh tests/sandbox -x
 # The default suite leaves out tests marked `slow` and `heavy`; CODERL_TEST_ALL=1 (CI) runs the slow ones too,
 # CODERL_TEST_HEAVY=1 everything (the stock harness over real task sets: longer than CI's budget). A test that still
-# skips is listed with its reason in the closing summary (pytest -ra).
+# skips is listed with its reason in the closing summary (pytest -ra); under CODERL_TEST_ALL=1 one whose resource is
+# missing fails instead (tests/helpers/require.py).
 set -euo pipefail
 bash "$(dirname "$0")/setup.sh" dev
 source "$(dirname "$0")/common.sh"  # after setup.sh: PYTHON is the .venv it made (or $PYTHON)
 cd "$CODERL_ROOT"
 # the real agent harness of tests/agent/test_agent_loop_mini.py, in its own venv (it pulls in litellm)
 export MINI_SWE_AGENT_VENV="${MINI_SWE_AGENT_VENV:-/opt/mini-swe-agent}"
-bash scripts/install_mini_swe_agent.sh || echo "warning: mini-swe-agent could not be installed; tests/agent/test_agent_loop_mini.py will skip, saying why" >&2
+bash scripts/install_mini_swe_agent.sh || echo "warning: mini-swe-agent could not be installed; the tests of the real harness will skip (fail under CODERL_TEST_ALL=1), saying why" >&2
 marker=(-m "not slow and not heavy")
 [ "${CODERL_TEST_ALL:-0}" = "1" ] && marker=(-m "not heavy")
 [ "${CODERL_TEST_HEAVY:-0}" = "1" ] && marker=()
