@@ -15,7 +15,7 @@ from tests.helpers.require import require
 
 TESTS = Path(__file__).resolve().parent
 #: a plain skip call (an argument in single quotes is an attack's payload inside a string, not a call)
-PLAIN_SKIP = re.compile(r"(pytest\.skip|\.skipif|importorskip)\((?!')")
+PLAIN_SKIP = re.compile(r"(pytest\.skip\(|mark\.skip\b|\.skipif\(|importorskip\()(?!')")
 #: file -> why its plain skips are not a missing resource CI provides
 ALLOWED = {
     "helpers/require.py": "the rule itself: skips only where CODERL_TEST_ALL is not set",
