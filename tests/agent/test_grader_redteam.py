@@ -614,6 +614,63 @@ def test_swe_shaped_rows_resolve_with_their_gold_patch_and_not_without(tmp_path)
         assert "FAILED" in r.fail_to_pass.values(), r
 
 
+# the `parameterized` library generates the tests: `parameterized.expand` puts a `standalone_func` of
+# its own (calling the decorated test, `__wrapped__` dropped) per parameter set into the class or
+# module; `parameterized_class` makes subclasses. (Plain `@parameterized` on a function makes a
+# yield test, which pytest 4+ no longer runs.)
+PARAM = {
+    "pcalc/__init__.py": "def add(a, b):\n    return a - b\n",
+    "tests/conftest.py": "import pcalc  # noqa: F401 - the package's code runs before the test module\n",
+    "tests/test_param.py": (
+        "import os\nimport unittest\nfrom unittest import mock\n\n"
+        "from parameterized import param, parameterized, parameterized_class\n\nimport pcalc\n\n\n"
+        "class TestAdd(unittest.TestCase):\n    @parameterized.expand([(2, 3, 5), param(1, 1, total=2)])\n"
+        "    def test_add(self, a, b, total):\n        self.assertEqual(pcalc.add(a, b), total)\n\n"
+        "    @parameterized.expand([('x',)])\n    @mock.patch('os.getcwd', return_value='/p')\n"
+        "    def test_cwd(self, label, cwd):\n        assert os.getcwd() == '/p' and label == 'x'\n\n\n"
+        "@parameterized.expand([(1, 2), (3, 4)])\ndef test_plain(a, b):\n    assert pcalc.add(a, b) == a + b\n\n\n"
+        "@parameterized_class(('a', 'b'), [(1, 2), (5, 5)])\nclass TestClass(unittest.TestCase):\n"
+        "    def test_sum(self):\n        self.assertEqual(pcalc.add(self.a, self.b), self.a + self.b)\n\n\n"
+        "def test_undecorated():\n    assert pcalc.add(2, 2) == 4\n"),
+}
+PARAM_FIX = {"pcalc/__init__.py": "def add(a, b):\n    return a + b\n"}
+PARAM_FILE = "tests/test_param.py"
+PARAM_F2P = tuple(f"{PARAM_FILE}::{t}" for t in ("TestAdd::test_add_0", "TestAdd::test_add_1", "test_plain_0",
+                                                 "test_plain_1", "TestClass_0::test_sum", "TestClass_1::test_sum",
+                                                 "test_undecorated"))
+# the package makes the undecorated test one of parameterized's generated functions, around mock.patch
+# making add right (the trusted-decorator attack through the generator), or around a passing
+# decorated test of the file (a generated function in place of a test the file defines)
+PARAM_ATTACKS = {
+    "generated-around-undecorated-test": "import test_param\n"
+    "test_param.test_undecorated = parameterized.param_as_standalone_func(\n"
+    "    param(), mock.patch('pcalc.add', new=lambda a, b: a + b)(test_param.test_undecorated), 'test_undecorated')\n",
+    "generated-around-another-decorated-test": "import test_param\n"
+    "_cwd = test_param.TestAdd.test_cwd_0_x.__closure__[0].cell_contents\n"
+    "test_param.test_undecorated = parameterized.param_as_standalone_func(param(None, 'x'), _cwd, 'test_undecorated')\n",
+}
+
+
+def test_parameterized_generated_tests_resolve_and_attacks_through_them_do_not(tmp_path):
+    """Gold resolves, empty does not, in an environment with ``parameterized``; the package
+    wrapping a test into parameterized's generated function is ``tampered``."""
+    sha, gold = make_repo(tmp_path / "repos", "param", PARAM, PARAM_FIX)
+    task = RepoTask(instance_id="redteam__param-1", repo="redteam/param", base_commit=sha, problem_statement="",
+                    fail_to_pass=PARAM_F2P, pass_to_pass=(f"{PARAM_FILE}::TestAdd::test_cwd_0_x",), gold_patch=gold,
+                    test_files=(PARAM_FILE,), env=EnvSpec(requirements=("pytest", "parameterized")))
+    snapshot = RepoStore(tmp_path / "repos", tmp_path / "cache").snapshot(task.repo, task.base_commit)
+    prelude = PARAM_FIX["pcalc/__init__.py"].replace("a + b", "a - b") + (
+        "\n\nfrom unittest import mock  # noqa: E402\n\nfrom parameterized import param, parameterized  # noqa: E402\n\n")
+    diffs = [make_diff(snapshot, tmp_path / "scratch", Attack(name, {"pcalc/__init__.py": prelude + code}, "tampered"))
+             for name, code in PARAM_ATTACKS.items()]
+    gold_result, empty, *attacks = grade_all(tmp_path, [(task, gold), (task, ""), *((task, d) for d in diffs)])
+    assert_golds_resolve([gold_result])
+    assert (empty.status, empty.reward) == ("unresolved", 0.0), empty
+    assert set(empty.fail_to_pass.values()) == {"FAILED"} and set(empty.pass_to_pass.values()) == {"PASSED"}, empty
+    for name, r in zip(PARAM_ATTACKS, attacks, strict=True):
+        assert_attack_fails(r, Attack(name, {}, "tampered"))
+
+
 # ---------------------------------------------------------------------------- future history
 def test_snapshot_holds_no_future_history(tmp_path):
     """The mirror has the fix after the base commit, on a branch, a tag, packed refs and a reflog;

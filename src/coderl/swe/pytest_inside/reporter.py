@@ -176,7 +176,7 @@ class Reporter:
                 self._ids[item.nodeid] = wanted
                 chain = _chain(item)
                 self._send("item", id=wanted, xfail=any(True for _ in item.iter_markers("xfail")),
-                           origin=self._origin(wanted, chain))
+                           origin=self._origin(wanted, chain, item))
                 self._called[item.nodeid], self._types[item.nodeid] = chain, type(item)
                 self._closes[item.nodeid] = [self._rewrites.closes_over(f) for f in chain]
         self._send("collected", n=len(session.items))
@@ -239,7 +239,7 @@ class Reporter:
             if type(item) is not self._types.get(item.nodeid) or shadowed:
                 self._send("rewrite", what=f"{wanted}: the item's class or its methods changed after collection "
                                            f"({type(item).__name__}{', ' if shadowed else ''}{', '.join(shadowed)[:80]})")
-            for what in self._judged(wanted, chain)[0]:
+            for what in self._judged(wanted, chain, item)[0]:
                 self._send("rewrite", what=what)
             if [rw.closes_over(f) for f in chain] != self._closes.get(item.nodeid):
                 self._send("rewrite", what=f"{wanted}: what it closes over changed after collection")
@@ -269,24 +269,27 @@ class Reporter:
         alt = os.path.relpath(path, self._repo) + rest
         return alt if alt in self._wanted else None
 
-    def _origin(self, wanted: str, chain: list) -> dict | None:
+    def _origin(self, wanted: str, chain: list, item) -> dict | None:  # type: ignore[no-untyped-def]
         """At the end of collection: the findings on what pytest will call (``_judged``), and the
         file of the work tree the test's own function comes from, for the host to compare with
         the base commit (a test function swapped for one defined in the code under test shows
         there)."""
-        findings, test = self._judged(wanted, chain)
+        findings, test = self._judged(wanted, chain, item)
         for what in findings:
             self._send("rewrite", what=what)
         return None if test is None else self._file(test.__code__.co_filename)
 
-    def _judged(self, wanted: str, chain: list) -> tuple[list[str], object]:
+    def _judged(self, wanted: str, chain: list, item) -> tuple[list[str], object]:  # type: ignore[no-untyped-def]
         """(findings, the test's own function) for what pytest calls, judged on code objects: each
         function's code must be what the file it names compiles to, or a generated proxy that
         only forwards to the environment's code (hypothesis' ``@given``); the innermost must be
-        a function of the work tree (through such a proxy: the one its target closes over), not
-        the environment's or the standard library's standing in for the test; and a test its
-        file does not decorate must be what pytest calls, unwrapped (no wrapper of the
-        environment's put around it by the code under test)."""
+        a function of the work tree (through such a proxy: the one its target closes over; for
+        a function the environment generated, as ``parameterized.expand`` does, the one it
+        closes over, for a test name its file does not define itself: a function generated in
+        place of one it does define is the code under test's), not the environment's or the
+        standard library's standing in for the test; and a test its file does not decorate must
+        be what pytest calls, unwrapped (no wrapper or generated function of the environment's
+        put around it by the code under test)."""
         if not chain:
             return [], None
         prov, findings, test = self._prov, [], None
@@ -302,6 +305,8 @@ class Reporter:
                     test = prov.inner(target, code)
             elif innermost and where in ("test", "repo"):
                 test = func
+            elif innermost and not prov.defines(_item_file(item), _item_name(item)):
+                test = prov.generated(func)
         if findings:
             return findings, None
         last = chain[-1].__code__
@@ -398,6 +403,15 @@ def _chain(item) -> list:  # type: ignore[no-untyped-def]
         out.append(func)
         func = getattr(func, "__wrapped__", None)
     return out
+
+
+def _item_file(item) -> str:  # type: ignore[no-untyped-def]
+    return str(getattr(item, "path", None) or item.fspath)
+
+
+def _item_name(item) -> str:  # type: ignore[no-untyped-def]
+    """The name pytest collected the test under, without its parameters' ids."""
+    return getattr(item, "originalname", None) or item.name.partition("[")[0]
 
 
 def _kind(exc: BaseException) -> str:

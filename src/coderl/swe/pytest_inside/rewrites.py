@@ -68,6 +68,7 @@ class Pristine:
             self._as_path = py.path.local
         self._sources: dict[str, bytes | None] = {}
         self._decorated: dict[str, frozenset[int]] = {}
+        self._defined: dict[str, frozenset[str]] = {}
         self._keep: dict[str, frozenset[str]] = {}
         self._codes: dict[str, dict[tuple[int, str], list]] = {}
         self._done: dict[str, set] = {}
@@ -108,6 +109,15 @@ class Pristine:
         if path not in self._decorated:
             self._decorated[path] = _decorated_lines(self._parse, self._sources.get(path))
         return code.co_firstlineno in self._decorated[path]
+
+    def defines(self, path: str, name: str) -> bool:
+        """Whether the file at ``path`` defines a function ``name`` itself (at its top level or in
+        a class), read from its bytes as they were first read in the run."""
+        if path not in self._sources:
+            self.add(path, now=False)
+        if path not in self._defined:
+            self._defined[path] = _defined_names(self._parse, self._sources.get(path))
+        return name in self._defined[path]
 
     def _compiled(self, path: str, variant: str, partial: bool, config) -> None:  # type: ignore[no-untyped-def]
         self._done[path].add((variant, partial))
@@ -150,6 +160,24 @@ def _decorated_lines(parse, source: bytes | None) -> frozenset[int]:  # type: ig
         if kind == "ClassDef":
             todo.extend((child, wrapped or own) for child in node.body)
     return frozenset(lines)
+
+
+def _defined_names(parse, source: bytes | None) -> frozenset[str]:  # type: ignore[no-untyped-def]
+    """The names of the functions ``source`` defines at its top level and in its classes."""
+    try:
+        tree = parse(source or b"")
+    except (SyntaxError, ValueError):
+        return frozenset()
+    names: set[str] = set()
+    todo = list(tree.body)
+    while todo:
+        node = todo.pop()
+        kind = type(node).__name__
+        if kind in ("FunctionDef", "AsyncFunctionDef"):
+            names.add(node.name)
+        elif kind == "ClassDef":
+            todo.extend(node.body)
+    return frozenset(names)
 
 
 def _kept(node, index: int, names: frozenset[str]) -> bool:  # type: ignore[no-untyped-def]
@@ -302,6 +330,9 @@ class Provenance:
     def decorated(self, code) -> bool:  # type: ignore[no-untyped-def]
         return self._pristine.decorated(code)
 
+    def defines(self, path: str, name: str) -> bool:
+        return self._pristine.defines(path, name)
+
     def forwarded(self, func):  # type: ignore[no-untyped-def]
         """The function of the environment that ``func`` forwards its call to, when ``func`` is a
         generated forwarding proxy (hypothesis' ``@given``: ``def test_x(a): return f(a)``, its
@@ -320,6 +351,16 @@ class Provenance:
         if isinstance(target, self._function) and self.where(target.__code__) == "trusted":
             return target
         return None
+
+    def generated(self, func):  # type: ignore[no-untyped-def]
+        """The function of the work tree that ``func``, a genuine function of the environment
+        collected as a test, was generated from and calls: ``parameterized.expand`` puts a
+        ``standalone_func`` per parameter set in the test's class or module, which closes over the
+        test (or ``mock.patch``'s wrappers of it) and drops ``__wrapped__``. Found as ``inner``
+        finds it; None when it holds none or several. The caller asks this only for a name the
+        test file does not define itself, and still asks that the file decorates the test found:
+        else the code under test put the function there."""
+        return self.inner(func, func.__code__)
 
     def inner(self, target, claimed):  # type: ignore[no-untyped-def]
         """The function of the work tree (genuine code) that ``target``, a function of the
