@@ -346,6 +346,9 @@ def _attacks() -> list[Attack]:
         Attack("test-function-swapped-before-collection", {"calc/__init__.py": _with_add("    pass") + (
             "\n\nimport test_calc  # noqa: E402 - the test module, imported first, its test swapped for one that passes\n"
             "test_calc.test_add = lambda: None\n")}, "tampered"),
+        Attack("test-function-swapped-for-sibling", {"calc/__init__.py": _with_add("    pass") + (
+            "\n\nimport test_calc  # noqa: E402 - genuine code of the test file, the wrong test: the passing test_sub\n"
+            "test_calc.test_add = test_calc.test_sub\n")}, "tampered"),
         Attack("test-file-rewritten-at-import", {"calc/__init__.py": _with_add("    pass", (
             "import pathlib\n_t = pathlib.Path(__file__).parent.parent / 'tests' / 'test_calc.py'\n"
             "_t.write_text(_t.read_text().replace('== 5', '== -1'))\n"))}, "tampered"),

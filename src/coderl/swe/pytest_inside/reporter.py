@@ -289,7 +289,9 @@ class Reporter:
         place of one it does define is the code under test's), not the environment's or the
         standard library's standing in for the test; and a test its file does not decorate must
         be what pytest calls, unwrapped (no wrapper or generated function of the environment's
-        put around it by the code under test)."""
+        put around it by the code under test); and where the file defines the name pytest
+        collected, the test must not be another function a file defines by name
+        (``test_mod.test_add = test_mod.test_sub``: genuine code, the wrong test)."""
         if not chain:
             return [], None
         prov, findings, test = self._prov, [], None
@@ -317,6 +319,10 @@ class Reporter:
             outer = chain[0].__code__
             findings.append(f"{wanted}: pytest calls {outer.co_name} of {self._rel(outer.co_filename)} around a test "
                             "its file does not decorate")
+        own, name = test.__code__, _item_name(item)
+        if own.co_name != name and prov.defines(_item_file(item), name) and prov.defines(own.co_filename, own.co_name):
+            findings.append(f"{wanted}: pytest calls the test {own.co_name} of {self._rel(own.co_filename)} in place of "
+                            f"the {name} its file defines")
         return findings, test
 
     def _file(self, path: str | None) -> dict:
