@@ -10,14 +10,27 @@
 #   scripts/smoke_agent_pipeline.sh [RUN_DIR]     (default outputs/agent-smoke)
 #
 # Knobs: SMOKE_VENV (.smoke-venv), MINI_SWE_AGENT_VENV (/opt/mini-swe-agent), SMOKE_SFT_EPOCHS,
-# SMOKE_AGENT_TASKS (1: the train split's first N tasks), SMOKE_SFT_VARIANTS (6), SMOKE_RL_STEPS (3),
-# SMOKE_NICE (10), CODERL_CACHE (snapshots and task environments), SMOKE_FAULT_RATE (0: off; e.g. 0.2:
-# after RL, one more GRPO step from the SFT model with the sandboxes on a `coderl serve` session
-# service behind a fault proxy, scripts/smoke_agent_remote_step.sh into RUN/remote-step: this run's
-# own episodes and grading use in-process sandboxes, with no service to put a fault in front of).
+# SMOKE_AGENT_TASKS (1: the train split's first N tasks), SMOKE_AGENT_ROWS + SMOKE_AGENT_REPOS (a
+# tasks.jsonl of `coderl data swe-smith` / `synth` / `swe-bench` and its --repos dir: the first
+# SMOKE_AGENT_TASKS of those rows instead of the builtin train split), SMOKE_SFT_VARIANTS (6),
+# SMOKE_RL_STEPS (3), SMOKE_SFT_MAX_LENGTH, SMOKE_AGENT_MAX_PROMPT, SMOKE_AGENT_MAX_RESPONSE (the
+# builtin tasks' 2048, 1536, 1024), SMOKE_NICE (10), CODERL_CACHE (snapshots and task environments),
+# SMOKE_FAULT_RATE (0: off; e.g. 0.2: after RL, one more GRPO step from the SFT model with the
+# sandboxes on a `coderl serve` session service behind a fault proxy, scripts/smoke_agent_remote_step.sh
+# into RUN/remote-step: this run's own episodes and grading use in-process sandboxes, with no service
+# to put a fault in front of).
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
-case "${1:-}" in -h|--help) sed -n '2,17p' "$0"; exit 0 ;; esac
+case "${1:-}" in -h|--help) sed -n '2,21p' "$0"; exit 0 ;; esac
+# The tasks' source, for `coderl data swe` (--source) and `coderl data swe-sft` (--tasks): the builtin
+# train split, or the given rows with their repositories.
+if [ -n "${SMOKE_AGENT_ROWS:-}${SMOKE_AGENT_REPOS:-}" ]; then
+  [ -f "${SMOKE_AGENT_ROWS:-}" ] && [ -d "${SMOKE_AGENT_REPOS:-}" ] || {
+    echo "error: SMOKE_AGENT_ROWS must be a tasks.jsonl and SMOKE_AGENT_REPOS its repositories' dir, got '${SMOKE_AGENT_ROWS:-}' and '${SMOKE_AGENT_REPOS:-}'" >&2; exit 2; }
+  ROWS="$(printf '%q --repos %q' "$(realpath "$SMOKE_AGENT_ROWS")" "$(realpath "$SMOKE_AGENT_REPOS")")"
+else
+  ROWS="builtin --split train"
+fi
 RUN="$(mkdir -p "${1:-$CODERL_ROOT/outputs/agent-smoke}" && cd "${1:-$CODERL_ROOT/outputs/agent-smoke}" && pwd)"
 # Three GRPO steps of 8 episodes: an episode resolves about one time in five here, so the chance
 # that every group of a run scores uniformly (no gradient) is ~0.8^24 = 0.5% (0.8^16 = 3% with two).
@@ -43,8 +56,8 @@ print(f"env {env} " + entry["command"].replace("${oc.env:MINI_SWE_AGENT_VENV,/op
 PY
 )"
 
-# Tasks: the builtin train split's first SMOKE_AGENT_TASKS tasks as verl rows (the held-out split is
-# only evaluated); the tiny model; the SFT rows: gold episodes of the stock mini recorded through the
+# Tasks: the builtin train split's (or SMOKE_AGENT_ROWS') first SMOKE_AGENT_TASKS tasks as verl rows
+# (the held-out split is only evaluated); the tiny model; the SFT rows: gold episodes of the stock mini recorded through the
 # gateway with the tiny model's chat template (SMOKE_SFT_VARIANTS per task), of which the sed ones are
 # kept, each with a wrong twin (scripts/smoke_agent_sft_mix.py says why). One task by default: with
 # the eight train tasks the 2-layer model did not pick the task out of mini's ~1150-token prompt (it
@@ -52,15 +65,15 @@ PY
 # episodes per step: 0/16 resolved); on one task it learns the episode and samples the gold edit or
 # its wrong twin.
 stage data bash -c "
-  coderl data swe --source builtin --split train --limit ${SMOKE_AGENT_TASKS:-1} --build-envs --out '$RUN/data/swe' &&
+  coderl data swe --source $ROWS --limit $RL_TASKS --build-envs --out '$RUN/data/swe' &&
   '$PYTHON' -c 'import sys; from pathlib import Path; from coderl.data.qwen_tokenizer import build_tiny_model; build_tiny_model(Path(sys.argv[1]), hidden_size=128, num_heads=2, seed=0, vocab_ranks=8192)' '$RUN/model' &&
-  coderl data swe-sft --tasks builtin --split train --limit ${SMOKE_AGENT_TASKS:-1} --variants ${SMOKE_SFT_VARIANTS:-6} --val-fraction 0 --tokenizer '$RUN/model' --out '$RUN/data/swe-sft' &&
+  coderl data swe-sft --tasks $ROWS --limit $RL_TASKS --variants ${SMOKE_SFT_VARIANTS:-6} --val-fraction 0 --tokenizer '$RUN/model' --out '$RUN/data/swe-sft' &&
   '$PYTHON' '$SCRIPTS/smoke_agent_sft_mix.py' '$RUN/data/swe-sft' '$RUN/data/sft'"
 
-# SFT warm-up on those rows; MAX_LENGTH 2048: a whole gold episode is 1600-1987 tokens of the cut
-# tokenizer. SFT is the only process running, so it gets both cores' math threads.
+# SFT warm-up on those rows; MAX_LENGTH 2048 (SMOKE_SFT_MAX_LENGTH): a whole gold episode is 1600-1987
+# tokens of the cut tokenizer (a builtin task's). SFT is the only process running, so it gets both cores' math threads.
 stage sft env MODEL_PATH="$RUN/model" TRAIN_FILES="$RUN/data/sft/train.parquet" VAL_FILES="$RUN/data/sft/validation.parquet" \
-  OUTPUT_DIR="$RUN/sft" EXPERIMENT=agent-smoke-sft BATCH=4 MICRO_BATCH=4 MAX_LENGTH=2048 LR=3e-3 EPOCHS="${SMOKE_SFT_EPOCHS:-80}" \
+  OUTPUT_DIR="$RUN/sft" EXPERIMENT=agent-smoke-sft BATCH=4 MICRO_BATCH=4 MAX_LENGTH="${SMOKE_SFT_MAX_LENGTH:-2048}" LR=3e-3 EPOCHS="${SMOKE_SFT_EPOCHS:-80}" \
   OMP_NUM_THREADS=2 bash "$SCRIPTS/run_toolcall_sft.sh" "${SMOKE_SFT_OVERRIDES[@]}"
 SFT_CKPT="$(find "$RUN/sft" -maxdepth 1 -type d -name 'global_step_*' | sort -V | tail -n 1)"
 stage merge_sft bash "$SCRIPTS/merge_checkpoint.sh" "$SFT_CKPT" "$RUN/sft/merged"

@@ -53,3 +53,13 @@ def test_judge_explains_skipped_tests(tmp_path):
 def test_missing_source_is_one_line_without_a_progress_bar(tmp_path):
     done = coderl("data", "rl", "--source", str(tmp_path / "none.jsonl"), "--out", str(tmp_path / "o"))
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "rows" not in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("env", [{"SMOKE_AGENT_ROWS": "none.jsonl"}, {"SMOKE_AGENT_REPOS": "."}])
+def test_the_agent_smoke_run_refuses_half_a_task_set_in_one_line(tmp_path, env):
+    """Its task-set switch (SMOKE_AGENT_ROWS + SMOKE_AGENT_REPOS) needs both, checked before any stage."""
+    done = subprocess.run(["bash", str(ROOT / "scripts" / "smoke_agent_pipeline.sh"), str(tmp_path / "run")],
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                          env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), **env})
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "SMOKE_AGENT_REPOS" in done.stderr, done.stderr
+    assert not (tmp_path / "run").exists()

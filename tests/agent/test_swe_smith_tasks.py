@@ -89,3 +89,29 @@ def test_the_gate_keeps_every_row(built, which):
     assert gate.returncode == 0, gate.stderr[-3000:]
     summary = json.loads((built / f"gate-{which}" / "gate.json").read_text())["summary"]
     assert summary["kept"] == summary["tasks"] == len(rows_of(built / which)), summary
+
+
+def test_the_agent_smoke_runs_switch_makes_training_rows_of_them(built):
+    """scripts/smoke_agent_pipeline.sh with SMOKE_AGENT_ROWS=OUT/tasks.jsonl SMOKE_AGENT_REPOS=OUT/repos
+    (issue 48 item 6) makes its RL rows with this command: one verl row per task for the agent loop,
+    its prompt the task's statement, its episode starting from the orphan tree in the task's
+    environment, the task itself (tests and patches) carried for the grader."""
+    (row,) = rows_of(built / "smith")[:1]
+    out = built / "verl-rows"
+    made = cli("data", "swe", "--source", str(built / "smith" / "tasks.jsonl"), "--repos", str(built / "smith" / "repos"),
+               "--limit", "1", "--build-envs", "--out", str(out), "--cache", str(built / "cache"))
+    assert made.returncode == 0, made.stderr[-3000:]
+    import pandas as pd
+
+    (verl_row,) = pd.read_parquet(out / "train.parquet").to_dict("records")
+    assert verl_row["agent_name"] == "coderl_gateway_agent" and verl_row["data_source"] == "coderl/swe"
+    assert verl_row["prompt"][0]["role"] == "user" and verl_row["prompt"][0]["content"].startswith(row["problem_statement"])
+    info = verl_row["extra_info"]
+    assert info["instance_id"] == row["instance_id"] == verl_row["reward_model"]["ground_truth"]
+    task = json.loads(info["task"])
+    for key in ("base_commit", "patch", "test_patch", "FAIL_TO_PASS", "PASS_TO_PASS", "environment_setup"):
+        assert task[key] == row[key], key
+    start = Path(info["repo_dir"])  # the episode's tree: the orphan start, no history
+    assert git("rev-parse", "HEAD", cwd=start).strip() == row["base_commit"]
+    assert git("rev-list", "--count", "HEAD", cwd=start).strip() == "1"
+    assert (Path(info["env_dir"]) / "bin" / "python").exists()
