@@ -13,10 +13,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def run_pipeline(script: str, out: Path, env: dict[str, str], args: tuple[str, ...] = ()) -> Path:
+def run_pipeline(script: str, out: Path, env: dict[str, str], args: tuple[str, ...] = (), timeout_s: int = 3000) -> Path:
     """``scripts/<script> [ARGS...] OUT``; fails the test with the script's last output unless it exits 0."""
     proc = subprocess.run(["bash", str(ROOT / "scripts" / script), *args, str(out)], cwd=ROOT, capture_output=True,
-                          text=True, timeout=3000, env={**os.environ, **env})
+                          text=True, timeout=timeout_s, env={**os.environ, **env})
     assert proc.returncode == 0, f"{script} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
     print(proc.stdout)
     return out

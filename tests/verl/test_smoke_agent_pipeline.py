@@ -8,17 +8,23 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from tests.helpers.require import needs
+from tests.helpers.shared_data import SHARED, needs_shared_data
 from tests.helpers.smoke_runs import read_report, run_pipeline
 
 MINI = Path(os.environ.get("MINI_SWE_AGENT_VENV", "/opt/mini-swe-agent"))
 # The fault switch: the step over the sandbox service (RUN/remote-step) goes through a proxy that fails
 # this fraction of its grading requests.
 FAULT_RATE = 0.2
+# A real repository's task (h11: a statement of failing tests, a 5 kB source file read back whole):
+# first prompt ~1660 tokens, gold episodes up to ~5500 (its data/swe-sft/report.json).
+REAL_REPO_LENGTHS = {"SMOKE_SFT_MAX_LENGTH": "6144", "SMOKE_AGENT_MAX_PROMPT": "2048", "SMOKE_AGENT_MAX_RESPONSE": "4096"}
 # Slow: run by .ci/run (CODERL_TEST_ALL=1). Shares the code smoke run's environment (.smoke-venv).
 pytestmark = [pytest.mark.slow, pytest.mark.verl,
               needs((MINI / "bin" / "mini").exists(),
@@ -166,3 +172,48 @@ def test_a_failed_grading_trained_nothing_and_was_counted(remote: dict) -> None:
     assert grpo["flagged_per_step"] == {"1": [faulted, step["episodes"]]}, grpo
     assert grpo["flagged_groups_with_a_trained_row"] == [] and grpo["untrained_rows_with_advantage"] == 0, grpo
     assert grpo["groups_below_two_with_advantage"] == 0, grpo
+
+
+def _fits_the_smoke_recipe(row: dict, repos: Path) -> bool:
+    """A row the tiny model can learn in the smoke run's SFT (scripts/smoke_agent_sft_mix.py): its gold
+    patch rewrites one line (a sed edit, with a wrong twin that writes the bugged line back: neither
+    line holds sed's or the shell's specials) of a file `nl -ba` shows whole (mini elides the middle
+    of an output over 10,000 characters)."""
+    from coderl.swe.store import git
+
+    changed = [line for line in row["patch"].splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---")]
+    files = [line[6:] for line in row["patch"].splitlines() if line.startswith("+++ b/")]
+    if len(changed) != 2 or len(files) != 1 or set("".join(changed)) & set("|'\\&"):
+        return False
+    text = git("show", f"{row['base_commit']}:{files[0]}", cwd=repos / row["repo"].replace("/", "__"))
+    return len(text) + 8 * text.count("\n") < 9000
+
+
+@needs_shared_data
+@pytest.mark.heavy
+@pytest.mark.timeout(7200)
+def test_grpo_on_tasks_built_from_a_real_repository(tmp_path: Path) -> None:
+    """Issue 48 item 6: the pipeline on a task set `coderl data synth` built from SWE-smith's h11
+    mirror (../shared/data/swe-smith), not the builtin tasks: SMOKE_AGENT_ROWS + SMOKE_AGENT_REPOS,
+    the lengths sized for a real repository's statement and file. The stock mini drove every
+    episode, the repository grader scored them, and a step had a gradient. Heavy: an SFT step on
+    the ~4.5k-token h11 episodes took 84-98 s at load 7 (a builtin one 2.6 s quiet), and the
+    recipe needs its 80; CI shows the switch's rows (tests/agent/test_swe_smith_tasks.py)."""
+    bundle = SHARED / "swe-smith" / "python-hyper__h11.bed0dd4a.bundle"
+    cache, synth = tmp_path / "cache", tmp_path / "synth"
+    made = subprocess.run([sys.executable, "-m", "coderl.cli", "data", "synth", "--repo", str(bundle), "--commit", "main",
+                           "--out", str(synth), "--cache", str(cache), "--max-tasks", "30"],
+                          capture_output=True, text=True, timeout=1800, env={**os.environ, "CODERL_NO_PROGRESS": "1"})
+    assert made.returncode == 0, made.stderr[-3000:]
+    rows = [json.loads(line) for line in (synth / "tasks.jsonl").read_text().split("\n") if line]
+    fitting = [row for row in rows if _fits_the_smoke_recipe(row, synth / "repos")]
+    assert fitting, [r["instance_id"] for r in rows]
+    (tmp_path / "rows.jsonl").write_text(json.dumps(fitting[0]) + "\n")
+    run = run_pipeline("smoke_agent_pipeline.sh", tmp_path / "run", {
+        "MINI_SWE_AGENT_VENV": str(MINI), "CODERL_CACHE": str(cache), "SMOKE_AGENT_ROWS": str(tmp_path / "rows.jsonl"),
+        "SMOKE_AGENT_REPOS": str(synth / "repos"), **REAL_REPO_LENGTHS}, timeout_s=6600)
+    report = read_report(run)
+    steps = report["steps"]
+    assert all(s["episodes"] == 8 and s["turns_per_episode"] >= 1 for s in steps.values()), steps
+    assert all(s["sandbox_errors"] == 0 for s in steps.values()), steps
+    assert max(report["grad_norm"]) > 0, report["grad_norm"]
