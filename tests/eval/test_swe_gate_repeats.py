@@ -5,7 +5,7 @@ tests/agent/test_swe_bench_rows.py)."""
 
 from __future__ import annotations
 
-from coderl.eval.swe_gate import gate_record, kept_row
+from coderl.eval.swe_gate import gate_record, gate_summary, kept_row
 from coderl.swe.grade_status import GradeStatus
 from coderl.swe.grader import GradeResult
 from coderl.swe.task import RepoTask
@@ -46,3 +46,12 @@ def test_broken_apart_from_flaky():
     assert broken["category"] == "gold_not_resolved"
     infra = gate_record(TASK, [run("resolved", "PASSED"), run("sandbox_error", "missing")], [run("unresolved", "FAILED")] * 2)
     assert infra["category"] == "gold_sandbox_error" and not infra["kept"]
+
+
+def test_the_summary_counts_dropped_tests_of_kept_rows_only():
+    kept = gate_record(TASK, [run("unresolved", "PASSED", a="FAILED")], [run("unresolved", "FAILED")])
+    infra = gate_record(TASK, [run("sandbox_error", "missing", "missing", "missing", "missing")],
+                        [run("sandbox_error", "missing", "missing", "missing", "missing")])
+    assert len(infra["p2p_dropped"]) == 3  # every test "missing": the record says so, the count must not
+    summary = gate_summary([kept, infra], repeats=1)
+    assert summary["kept"] == 1 and summary["broken_rows"] == 1 and summary["p2p_dropped"] == 1

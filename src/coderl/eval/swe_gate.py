@@ -152,15 +152,22 @@ async def run_gate(tasks_file: str, repos: Path, out: Path, *, cache_dir: Path, 
     records = [done[r["instance_id"]] for r in rows]
     kept = [kept_row(r, done[r["instance_id"]]) for r in rows if done[r["instance_id"]]["kept"]]
     write_jsonl(kept, out / "tasks.jsonl")
-    categories = Counter(r["category"] for r in records)
-    summary = {"tasks": len(rows), "kept": len(kept), "repeats": repeats, "categories": dict(categories),
-               "flaky_rows": categories.get("flaky", 0),
-               "broken_rows": sum(n for c, n in categories.items() if c not in ("kept", "flaky")),
-               "p2p_dropped": sum(len(r.get("p2p_dropped") or {}) for r in records),
-               "p2p_flaky": sum(len(r.get("p2p_flaky") or {}) for r in records)}
+    summary = gate_summary(records, repeats)
     (out / "gate.json").write_text(json.dumps({"summary": summary, "instances": records}, indent=2))
     (out / "gate.md").write_text(gate_markdown(summary, records) + "\n")
     return summary
+
+
+def gate_summary(records: list[dict[str, Any]], repeats: int) -> dict[str, Any]:
+    """The gate's counts. Dropped and flaky PASS_TO_PASS tests are counted on the kept rows only: a
+    row graded sandbox_error or tampered has every test "missing", which is no drift of its tests."""
+    categories = Counter(r["category"] for r in records)
+    kept = [r for r in records if r["kept"]]
+    return {"tasks": len(records), "kept": len(kept), "repeats": repeats, "categories": dict(categories),
+            "flaky_rows": categories.get("flaky", 0),
+            "broken_rows": sum(n for c, n in categories.items() if c not in ("kept", "flaky")),
+            "p2p_dropped": sum(len(r.get("p2p_dropped") or {}) for r in kept),
+            "p2p_flaky": sum(len(r.get("p2p_flaky") or {}) for r in kept)}
 
 
 def gate_markdown(summary: dict[str, Any], records: list[dict[str, Any]]) -> str:
