@@ -5,30 +5,38 @@ missing record, the launcher's own exits before and after the run starts."""
 from __future__ import annotations
 
 import json
-import os
+import subprocess
+import sys
 
 import pytest
 
 from coderl.sandbox.session import ExecResult
-from coderl.swe.pytest_inside.launcher import EXIT_NO_RUNNER, sender
+from coderl.swe.pytest_inside.launcher import EXIT_NO_RUNNER
 from coderl.swe.verdicts import decide
 
 NONCE = "n" * 64
 T = "tests/test_x.py::test_a"
 
 
-def stream(records: list[tuple[str, dict]], exit_code: int | None = 0, drop: int | None = None) -> str:
-    """The supervisor's stdout for these records, written through the launcher's sender."""
-    r, w = os.pipe()
-    send = sender(w, NONCE.encode())
+# The launcher's sender is an audit hook for the rest of its process (no hook can be removed) and
+# keeps objects away from the garbage collector until the process ends (os._exit): each stream is written by a
+# process of its own, as in a grading run, with the one function that sends as the grader's code.
+_WRITE = """
+import json, os, sys
+from coderl.swe.pytest_inside.launcher import sender
+def emit(send, records):
     for kind, fields in records:
         send(kind, **fields)
-    os.close(w)
-    data = b""
-    while chunk := os.read(r, 1 << 16):
-        data += chunk
-    os.close(r)
-    lines = [f"R {line}" for line in data.decode().splitlines()]
+emit(sender(1, sys.argv[1].encode(), [emit.__code__]), json.loads(sys.stdin.read()))
+os._exit(0)  # as the launcher ends: no finalization of what the sender keeps from the collector
+"""
+
+
+def stream(records: list[tuple[str, dict]], exit_code: int | None = 0, drop: int | None = None) -> str:
+    """The supervisor's stdout for these records, written through the launcher's sender."""
+    proc = subprocess.run([sys.executable, "-c", _WRITE, NONCE], input=json.dumps(records), capture_output=True,
+                          text=True, timeout=60, check=True)
+    lines = [f"R {line}" for line in proc.stdout.splitlines()]
     if drop is not None:
         del lines[drop]
     out = ["E " + json.dumps({"protected": {}}), *lines]
