@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import stat
 import subprocess
 import sys
 from dataclasses import replace
@@ -31,7 +32,7 @@ from coderl.sandbox.session import SessionHost
 from coderl.swe.grade_status import GradeStatus
 from coderl.swe.harbor import HarborTask
 from coderl.swe.harbor_grader import Episode, HarborRunner, parse_reward
-from coderl.swe.verifier_tools import state_findings
+from coderl.swe.verifier_tools import state_findings, use_image_loader_cache
 
 # every test but the first two is slow: the local bases (mmdebstrap + the Python stand-in, minutes
 # cold) and four image builds (the terminal tasks share one)
@@ -135,6 +136,26 @@ def test_episode_state_findings(tmp_path):
                 "a new /usr/local/python/lib/python3.11/site-packages/x.pth runs code when Python starts",
                 "a new pytest plugin /usr/local/python/lib/python3.11/site-packages/p-1.dist-info/entry_points.txt"]
     assert sorted(found) == sorted(expected), found
+
+
+def test_the_verifier_reads_the_images_loader_cache(tmp_path):
+    """A package installed with a shared library rewrites /etc/ld.so.cache (dpkg's ldconfig
+    trigger): no finding (it was one: every such install graded tampered), and the episode's cache
+    is dropped, so no soname mapping of the agent's reaches the verifier; a deletion too."""
+    image, upper = tmp_path / "image", tmp_path / "upper"
+    for rel in ("etc/ld.so.cache", "usr/lib/x86_64-linux-gnu/libc.so.6"):
+        (image / rel).parent.mkdir(parents=True, exist_ok=True)
+        (image / rel).write_bytes(b"image")
+    for rel in ("etc/ld.so.cache", "usr/lib/x86_64-linux-gnu/libnew.so.1"):
+        (upper / rel).parent.mkdir(parents=True, exist_ok=True)
+        (upper / rel).write_bytes(b"episode")
+    assert state_findings(upper, image, path="/usr/bin:/bin", mount_points=["/tests"]) == []
+    use_image_loader_cache(upper)
+    assert not (upper / "etc" / "ld.so.cache").exists() and (upper / "usr/lib/x86_64-linux-gnu/libnew.so.1").exists()
+    os.mknod(upper / "etc" / "ld.so.cache", 0o600 | stat.S_IFCHR, 0)  # the episode deleted it: a whiteout
+    use_image_loader_cache(upper)
+    assert not os.path.lexists(upper / "etc" / "ld.so.cache")
+    use_image_loader_cache(upper)  # nothing there: nothing to do
 
 
 @pytest.mark.slow

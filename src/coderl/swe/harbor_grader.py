@@ -48,7 +48,7 @@ from coderl.sandbox.session import EpisodeState, Session, SessionHost, SessionLi
 from coderl.swe.grade_status import GradeStatus
 from coderl.swe.harbor import AGENT_LOG_DIR, SOLUTION_DIR, TESTS_DIR, VERIFIER_DIR, HarborTask
 from coderl.swe.harness import SANDBOX_PORT, HarnessResult, run_in_session
-from coderl.swe.verifier_tools import state_findings
+from coderl.swe.verifier_tools import state_findings, use_image_loader_cache
 
 _REWARD_BYTES = 1 << 16
 
@@ -199,6 +199,7 @@ class HarborRunner:
                 image = await self.image(task)
                 workdir = task.workdir or image.workdir
                 if state is not None:
+                    await asyncio.to_thread(use_image_loader_cache, state.upper)
                     findings = await asyncio.to_thread(
                         state_findings, state.upper, image.rootfs, path=image.env.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
                         mount_points=_mount_points(workdir))

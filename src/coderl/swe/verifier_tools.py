@@ -12,8 +12,13 @@ deletions) is read on the host, never following a link, and compared with the im
   its libraries): a path the image has there, changed, replaced or deleted;
 - a new program on the PATH with the name of one the image has in another PATH directory (it
   would shadow it);
-- the dynamic loader's configuration (``/etc/ld.so.preload``, ``ld.so.conf``, ``ld.so.conf.d``,
-  ``ld.so.cache``), created, changed or deleted;
+- the dynamic loader's configuration (``/etc/ld.so.preload``, ``ld.so.conf``, ``ld.so.conf.d``),
+  created, changed or deleted. Its cache, ``/etc/ld.so.cache``, is derived data that every package
+  install with a shared library rewrites (dpkg's ldconfig trigger), and a forged one could point a
+  soname anywhere: it is neither a finding nor carried over. ``use_image_loader_cache`` drops it from
+  the layer, so the verifier's loader reads the image's cache and finds a newly installed library on
+  its system search path (Debian's includes the multiarch directories), never through the agent's
+  mapping;
 - Python's start-up hooks: a new ``sitecustomize.py`` / ``usercustomize.py`` anywhere, a new
   ``.pth`` with an ``import`` line or a new distribution declaring a ``pytest11`` plugin in a
   site-packages directory;
@@ -27,6 +32,7 @@ episode's work and are what the verifier checks. Each hit is a finding; the grad
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 from collections.abc import Iterable
 from pathlib import Path
@@ -34,7 +40,8 @@ from pathlib import Path
 TOOL_TREES = ("bin", "sbin", "lib", "lib32", "lib64", "libx32", "usr/bin", "usr/sbin", "usr/lib", "usr/lib32",
               "usr/lib64", "usr/libx32", "usr/libexec", "usr/local/bin", "usr/local/sbin", "usr/local/lib",
               "etc/alternatives")
-LOADER = ("etc/ld.so.preload", "etc/ld.so.conf", "etc/ld.so.conf.d", "etc/ld.so.cache")
+LOADER = ("etc/ld.so.preload", "etc/ld.so.conf", "etc/ld.so.conf.d")
+LOADER_CACHE = "etc/ld.so.cache"
 STARTUP_HOOKS = ("sitecustomize.py", "usercustomize.py")
 _SITE_DIRS = ("site-packages", "dist-packages")
 _READ_LIMIT = 1 << 20
@@ -66,6 +73,20 @@ def state_findings(upper: Path, rootfs: Path, *, path: str, mount_points: Iterab
             elif image is None and not whiteout:
                 findings += _new_file_findings(rel, full, st, path_dirs, rootfs)
     return findings
+
+
+def use_image_loader_cache(upper: Path) -> None:
+    """Take the episode's ``/etc/ld.so.cache`` (a changed file or a deletion's whiteout) out of its
+    upper layer, so the verifier sees the image's (see the module docstring)."""
+    cache = upper / LOADER_CACHE
+    try:
+        st = os.lstat(cache)
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(st.st_mode):
+        shutil.rmtree(cache)
+    else:
+        os.unlink(cache)
 
 
 def _new_file_findings(rel: str, full: str, st: os.stat_result, path_dirs: list[str], rootfs: Path) -> list[str]:
