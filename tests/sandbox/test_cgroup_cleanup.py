@@ -33,3 +33,22 @@ def test_v1_leftovers_of_each_controller_are_removed(tmp_path):
     manager._bases = bases
     manager.close()
     assert not any(b.exists() for b in bases)
+
+
+def test_a_new_slot_group_object_raises_limits_the_old_one_set():
+    """A slot replaced after its runner died gets a new SlotCgroup over the same group, which still
+    holds the last limits. On v1 memory+swap must stay >= memory at every write, so raising the
+    limits needs memsw written first: a fresh object that assumed nothing was set wrote them in the
+    wrong order (EINVAL), and every later run on that slot with a higher limit was a sandbox error
+    (found as tests/sandbox/test_tracebacks.py failing after test_threats.py in one session)."""
+    manager = CgroupManager()
+    if manager.support.version != "v1" or not (manager.root / "memory" / "memory.memsw.limit_in_bytes").exists():
+        return  # the ordering rule is v1's with swap accounting (this machine's case, and CI's)
+    manager.start()
+    try:
+        manager.slot(0).set_limits(64 << 20, 32)
+        manager.slot(0).set_limits(256 << 20, 32)  # a new object over the same group: raises it
+        assert (manager.root / "memory" / manager.base_name / "slot0" / "memory.limit_in_bytes").read_text().strip() \
+            == str(256 << 20)
+    finally:
+        manager.close()

@@ -54,12 +54,23 @@ class SlotCgroup:
             mem = self.dirs["memory"]
             # v1 insists on memory <= memory+swap at every moment: raise memsw first, lower it last.
             order = ["memory.limit_in_bytes", "memory.memsw.limit_in_bytes"]
-            if self._applied is not None and memory_bytes > self._applied[0]:
+            if memory_bytes > self._memory_limit_now(mem):
                 order.reverse()
             for name in order:
                 _write(mem / name, str(memory_bytes), missing_ok=name.startswith("memory.memsw"))
             _write(self.dirs["pids"] / "pids.max", str(pids))
         self._applied = (memory_bytes, pids)
+
+    def _memory_limit_now(self, mem: Path) -> int:
+        """The v1 group's memory limit: the last one set here, else the group's own file (a slot
+        replaced after its runner died gets a new ``SlotCgroup`` over the same group, which still
+        holds the old limits: raising them in the wrong order is refused, EINVAL)."""
+        if self._applied is not None:
+            return self._applied[0]
+        try:
+            return int((mem / "memory.limit_in_bytes").read_text())
+        except (OSError, ValueError):
+            return 0
 
     @property
     def oom_counter_file(self) -> Path:
