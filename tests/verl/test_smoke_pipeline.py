@@ -110,7 +110,7 @@ def test_view_of_the_run_opens(run: Path, report: dict) -> None:
         errors: list[str] = []
         page = open_page(browser, run / "view.html", errors)
         expect(page.locator("#summary")).to_have_text(f"{len(records)} samples, 0 skipped")
-        expect(page.locator("#overview .plot")).to_have_count(5)
+        expect(page.locator("#overview .plot")).to_have_count(6)  # with the reward-hack signals plot
         page.goto((run / "view.html").resolve().as_uri() + f"#sample/{with_tools}")
         expect(page.locator("#sample h3", has_text="Sandbox runs")).to_have_count(1)
         assert errors == []
