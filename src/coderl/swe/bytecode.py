@@ -8,9 +8,11 @@ snapshot), beside the sources in the snapshot, before any episode mounts it. The
 timestamp-checked, as CPython writes it itself: a file an episode edits has a new mtime, so its
 stale byte code is never used, and the pristine files' byte code stays valid under every overlay
 (overlayfs shows the lower file's mtime). Compiling runs none of the project's code; a file that
-does not compile (a test fixture in Python 2) just has none. The grader never uses a work tree's
-byte code (``pytest_inside/launcher.py``: its own ``sys.pycache_prefix``), so none of this reaches
-a grade. ``.git/info/exclude`` of the snapshot names the byte code, so neither an agent's ``git
+does not compile (a test fixture in Python 2) just has none. A grading run reads it too (issue 49
+item 5: the project is not compiled again per grading), but only when its session's upper layer
+holds no byte code (``grading_run.written_byte_code``: a ``.pyc`` a diff brings is removed before
+the run, else the run compiles afresh under a pycache prefix of its own), so every ``.pyc`` it reads
+is this one. ``.git/info/exclude`` of the snapshot names the byte code, so neither an agent's ``git
 status`` nor the diff capture sees it as a new file.
 """
 

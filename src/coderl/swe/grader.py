@@ -50,7 +50,15 @@ from coderl.swe.bytecode import compile_snapshot
 from coderl.swe.django_run import runs_django
 from coderl.swe.environment import EnvBuildError, build_env
 from coderl.swe.grade_status import GradeStatus
-from coderl.swe.grading_run import INSIDE_DIR, base_tree, launch, locate_config, runner_repository, test_files
+from coderl.swe.grading_run import (
+    INSIDE_DIR,
+    base_tree,
+    launch,
+    locate_config,
+    runner_repository,
+    test_files,
+    written_byte_code,
+)
 from coderl.swe.patch import MalformedDiff, without_files
 from coderl.swe.store import RepoStore, RepoUnavailable
 from coderl.swe.task import InvalidTask, RepoTask
@@ -186,6 +194,7 @@ class RepoGrader:
             error = await self.host.apply_diff(session, kept)
             if error:
                 return outcome(GradeStatus.APPLY_FAILED, f"the diff does not apply: {error[-500:]}", tests_touched=touched)
+            restore = sorted({*restore, *written_byte_code(session.layer.upper)})  # byte code is the snapshot's only
         if restore:  # whatever route the diff took to them, these files are the base commit's again
             paths = " ".join(shlex.quote(p) for p in restore)
             await session.exec(f'for f in {paths}; do git checkout -q HEAD -- "$f" 2>/dev/null || rm -rf -- "$f"; done',
@@ -196,6 +205,8 @@ class RepoGrader:
                 return outcome(GradeStatus.SANDBOX_ERROR, f"the task's test patch does not apply: {error[-500:]}",
                                tests_touched=touched)
         command, spec, base, decide_run = launcher
+        if not written_byte_code(session.layer.upper):
+            spec = {**spec, "byte_code": "pristine"}
         run = await session.exec(command, timeout_s=self.limits.exec_s, stdin=json.dumps(spec).encode())
         verdict = decide_run(run, spec["nonce"], task.fail_to_pass, task.pass_to_pass, base)
         return outcome(verdict.status, verdict.message, fail_to_pass=verdict.fail_to_pass,

@@ -24,6 +24,7 @@ import json
 import os
 import secrets
 import shlex
+import stat
 import subprocess
 from functools import lru_cache
 from importlib import resources
@@ -145,6 +146,25 @@ def runner_repository(base: dict[str, str]) -> str | None:
                     "commit): pytest imports the environment's copy before the tests, so they would test it, "
                     "not the work tree's")
     return None
+
+
+def written_byte_code(upper: Path) -> list[str]:
+    """The byte code a grading session's work tree got from the diff: every ``__pycache__``
+    directory and ``.pyc`` / ``.pyo`` file (or a link so named) in its overlay's upper layer, which
+    holds only what the diff and the restores wrote (read on the host before any code of the
+    repository runs; no link followed; a deletion's whiteout is no byte code). When there is none,
+    every ``.pyc`` the work tree holds is the snapshot's own, compiled on the host from the pristine
+    sources (``swe.bytecode``), and the run may read it (``launcher.byte_code``)."""
+    found = []
+    for top, dirs, files in os.walk(upper):  # links to directories are listed in dirs, never entered
+        for name in (*dirs, *files):
+            path = os.path.join(top, name)
+            if name == "__pycache__" or name.endswith((".pyc", ".pyo")):
+                st = os.lstat(path)
+                if not (stat.S_ISCHR(st.st_mode) and st.st_rdev == 0):
+                    found.append(os.path.relpath(path, upper))
+        dirs[:] = [d for d in dirs if d != "__pycache__" and not os.path.islink(os.path.join(top, d))]
+    return sorted(found)
 
 
 def launch(task: RepoTask, env: Path, rootdir: str, inifile: str | None) -> tuple[str, dict]:

@@ -339,7 +339,10 @@ def run(spec: dict, send, repo_paths: list[str], blob, rewrites) -> int:  # type
 
     state = Run(spec, send, blob, rewrites)
     send("start", runner="django", python=sys.version.split()[0])
-    sys.pycache_prefix = tempfile.mkdtemp(prefix="pycache-", dir="/tmp")
+    if spec.get("byte_code") == "pristine":  # the snapshot's byte code, read-only (launcher.byte_code)
+        sys.dont_write_bytecode = True
+    else:
+        sys.pycache_prefix = tempfile.mkdtemp(prefix="pycache-", dir="/tmp")
     sys.path.extend(repo_paths)
     sys.path.append(state.tests_dir)  # runtests.py imports its test apps as top-level packages
     os.chdir(state.tests_dir)

@@ -23,8 +23,9 @@ The process forks before any code of the repository can run:
   only once pytest, pluggy and the reporter are imported (and checked to come from there) the
   work-tree entries of the environment's ``.pth``. ``os.environ`` is replaced whole (no
   ``PYTEST_ADDOPTS`` / ``PYTEST_PLUGINS``; plugin autoload off: the environment's own pytest11
-  plugins are named with ``-p``); once the runner is imported, byte code is cached under a fresh
-  ``sys.pycache_prefix`` (no ``.pyc`` from the work tree is used).
+  plugins are named with ``-p``); once the runner is imported, byte code is the pristine
+  snapshot's and the environment's, read-only, where the host found none written by the diff, else
+  compiled afresh under a fresh ``sys.pycache_prefix`` (``byte_code``).
 
 ``locate ROOT FILE...`` (on the host, over the pristine snapshot): pytest's own answer to "which
 configuration file and rootdir would this run use", as JSON.
@@ -32,13 +33,14 @@ configuration file and rootdir would this run use", as JSON.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import hmac
 import importlib.util
 import json
 import os
 import secrets
-import select
 import sys
 import tempfile
 import time
@@ -48,6 +50,8 @@ RUNNER_NAMES = frozenset({"pytest", "_pytest", "pluggy", "py", "iniconfig", "pac
                           "sitecustomize", "usercustomize"})
 WATCHED_PREFIXES = ("pytest", "_pytest", "pluggy", "coderl_grading_reporter", "coderl_grading_rewrites")
 DRAIN_AFTER_EXIT_S = 0.2
+RELAY_POLL_S = 0.02
+RELAY_PIPE_BYTES = 1 << 20
 EXIT_NO_RUNNER = 71  # the environment has no usable pytest: the task's fault, never the agent's
 EXIT_LAUNCHER = 70  # the launcher itself failed (before the run starts: ours; after: the run's)
 
@@ -81,6 +85,8 @@ def main() -> None:
         except OSError:
             protected[rel] = None
     rec_r, rec_w = os.pipe()
+    with contextlib.suppress(OSError):  # over the user's pipe allowance: the default 64 KiB
+        fcntl.fcntl(rec_w, getattr(fcntl, "F_SETPIPE_SZ", 1031), RELAY_PIPE_BYTES)  # named since Python 3.10
     pid = os.fork()
     if pid == 0:
         os.close(rec_r)
@@ -97,6 +103,7 @@ def supervise(pid: int, rec_r: int, protected: dict) -> None:
     open_fds = [rec_r]
     status = None
     drain_until = None
+    os.set_blocking(rec_r, False)
     while open_fds:
         if status is None:
             done, st = os.waitpid(pid, os.WNOHANG)
@@ -104,12 +111,18 @@ def supervise(pid: int, rec_r: int, protected: dict) -> None:
                 status, drain_until = st, time.monotonic() + DRAIN_AFTER_EXIT_S
         if drain_until is not None and time.monotonic() >= drain_until:
             break  # something the child started still holds a pipe: what it writes now is not the run's
-        ready, _, _ = select.select(open_fds, [], [], 0.05)
-        for fd in ready:
-            chunk = os.read(fd, 1 << 16)
-            if not chunk:
-                open_fds.remove(fd)
-            else:
+        # polled, not woken by each record: a wake-up per record took the CPU from the test process
+        # (1-3 ms a record at load 18); the pipe holds RELAY_PIPE_BYTES meanwhile
+        time.sleep(RELAY_POLL_S)
+        for fd in list(open_fds):
+            while True:
+                try:
+                    chunk = os.read(fd, 1 << 16)
+                except BlockingIOError:
+                    break
+                if not chunk:
+                    open_fds.remove(fd)
+                    break
                 pending += chunk
                 *lines, pending = pending.split(b"\n")
                 write_all(1, b"".join(b"R " + line + b"\n" for line in lines))
@@ -145,8 +158,7 @@ def run_child(spec: dict, rec_w: int) -> None:
         os.dup2(2, 1)  # the command's stdout is the supervisor's alone
         fd = 100 + secrets.randbelow(900)
         os.dup2(rec_w, fd, inheritable=False)
-        os.closerange(3, fd)
-        os.closerange(fd + 1, 1 << 16)
+        _close_fds_but(fd)
         os.environ.clear()
         os.environ.update(spec["env"])
         repo_paths = _site(spec["site_packages"])
@@ -171,9 +183,7 @@ def run_child(spec: dict, rec_w: int) -> None:
             sys.stderr.write(f"launcher: the test runner does not come from the environment: {foreign}\n")
             _exit(EXIT_NO_RUNNER)
         send("start", pytest=pytest.__version__, runner=runner_files, shadows=_shadows(repo_paths, blob_sha))
-        # from here on byte code is compiled afresh: a .pyc the work tree holds is never used (the
-        # runner's own modules, imported above, keep their environment's cache)
-        sys.pycache_prefix = tempfile.mkdtemp(prefix="pycache-", dir="/tmp")
+        byte_code(spec)
         sys.path.extend(repo_paths)
         os.chdir(REPO)
         pristine = _pristine(rewrites, spec["protected"], spec["wanted"])
@@ -190,6 +200,38 @@ def run_child(spec: dict, rec_w: int) -> None:
     except BaseException as exc:  # noqa: BLE001 - report and die, never fall back into the supervisor's code
         os.write(2, f"launcher: {type(exc).__name__}: {exc}\n".encode())
         _exit(EXIT_LAUNCHER)
+
+
+def byte_code(spec: dict) -> None:
+    """Where the rest of the run's byte code comes from. ``"byte_code": "pristine"`` (the host found
+    no byte code the diff wrote in the work tree: ``grading_run.diff_byte_code``): the ``.pyc`` files
+    the work tree holds are the snapshot's, compiled on the host from the pristine sources
+    (``swe.bytecode``), and the environment's and the interpreter's own, all timestamp-checked (a file
+    the diff changed has a new mtime, so its stale byte code is never used): read, never written
+    (the next grading is a fresh session anyway). Otherwise byte code is compiled afresh under a fresh
+    ``sys.pycache_prefix``: a ``.pyc`` the work tree holds is never used (the runner's own modules,
+    imported before, keep their environment's cache)."""
+    if spec.get("byte_code") == "pristine":
+        sys.dont_write_bytecode = True
+    else:
+        sys.pycache_prefix = tempfile.mkdtemp(prefix="pycache-", dir="/tmp")
+
+
+def _close_fds_but(keep: int) -> None:
+    """Close every descriptor above 2 but ``keep``: those ``/proc/self/fd`` lists (the sandbox mounts
+    its own /proc), else all up to 65536. ``os.closerange`` before Python 3.10 makes one ``close``
+    call per number, 65,533 system calls through the sandbox's seccomp filter (~0.1 s a run on a
+    loaded machine)."""
+    try:
+        fds = [int(name) for name in os.listdir("/proc/self/fd")]
+    except (OSError, ValueError):
+        os.closerange(3, keep)
+        os.closerange(keep + 1, 1 << 16)
+        return
+    for fd in fds:
+        if fd > 2 and fd != keep:
+            with contextlib.suppress(OSError):  # the listing's own descriptor, closed already
+                os.close(fd)
 
 
 def _site(site_packages: str) -> list[str]:

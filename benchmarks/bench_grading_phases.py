@@ -1,0 +1,184 @@
+"""Where a repository grading's time goes (issue 49 item 5), step by step, against plain pytest on
+the same tests in the same environment.
+
+For each instance, ``--repeat`` times (alternated, medians printed):
+
+- ``graded``: ``RepoGrader.grade`` on the gold patch, whole (what training pays per diff);
+- the grader's steps done one by one in one fresh session, each timed: the host's lookups
+  (snapshot, base tree, environment, pinned configuration, spec), the sandbox open, the gold patch
+  applied, the protected files restored, the test patch applied, the upper layer's byte code check,
+  the launcher's run with the snapshot's byte code (supervisor,
+  runner checks, pristine compile of the test files, collection, the tests, records), the records
+  read back (``verdicts.decide``) and the close; the launcher's run again with its byte code
+  compiled afresh (the grader before issue 49 item 5);
+- inside that session, after the grading run: the interpreter's floor (``python -c pass``), the
+  launcher with ``--collect-only`` (everything but the tests), and plain ``python -m pytest`` on
+  the test ids and on the test files (the session's work tree: the snapshot's byte code beside the
+  sources, what an agent's own test run gets);
+- ``plain``: ``python -m pytest -rA -p no:cacheprovider`` outside any sandbox, on a clone of the
+  snapshot with the patches applied (``bench_swe.plain_pytest``; the clone not timed, the applies
+  are), on the test ids (``plain_ids``) and on the test files (``plain_files``, what SWE-bench's
+  harness runs), each on a fresh clone (no byte code of the project: it compiles what it imports).
+
+    nice -n 19 python benchmarks/bench_grading_phases.py --rows ROWS/tasks.jsonl \
+        --repos ../shared/data/swe-bench-lite/repos --cache CACHE \
+        --instances pallets__flask-4992 sympy__sympy-23117 pylint-dev__astroid-1333 --repeat 3
+
+The load average is printed with every line (this machine is shared: read the ratios).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shlex
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from coderl.sandbox.session import REPO, SessionHost
+from coderl.swe.environment import site_packages
+from coderl.swe.grader import RepoGrader
+from coderl.swe.grading_run import INSIDE_DIR, base_tree, launch, locate_config, test_files, written_byte_code
+from coderl.swe.store import RepoStore
+from coderl.swe.task import RepoTask
+from coderl.swe.verdicts import decide
+
+
+def plain_pytest(task: RepoTask, snapshot: Path, env: Path, targets: list[str]) -> tuple[float, int]:
+    """Seconds and exit status of ``python -m pytest -rA -p no:cacheprovider TARGETS`` on a fresh
+    clone of the snapshot with the gold and test patches applied (the clone not timed)."""
+    with tempfile.TemporaryDirectory(prefix="plain-") as tmp:
+        work = Path(tmp) / "repo"
+        subprocess.run(["git", "clone", "-q", str(snapshot), str(work)], check=True)
+        for name, patch in (("fix", task.gold_patch), ("test", task.test_patch)):
+            (Path(tmp) / f"{name}.patch").write_text(patch)
+        roots = [line.strip() for pth in site_packages(env).glob("*.pth") for line in pth.read_text().splitlines()
+                 if line.strip() == REPO or line.strip().startswith(REPO + "/")]
+        paths = list(dict.fromkeys(str(work) + r[len(REPO):] for r in roots))
+        environ = {"PATH": f"{env}/bin:/usr/bin:/bin", "HOME": tmp, "TMPDIR": tmp, "LANG": "C.UTF-8",
+                   "PYTHONPATH": ":".join(paths)}  # TMPDIR: pytest's tmp_path never cleans up /tmp/pytest-of-* of others
+        t0 = time.monotonic()
+        for name in ("fix", "test"):
+            subprocess.run(["git", "apply", str(Path(tmp) / f"{name}.patch")], cwd=work, check=True)
+        proc = subprocess.run([str(env / "bin" / "python"), "-m", "pytest", "-rA", "-p", "no:cacheprovider",
+                               *targets], cwd=work, env=environ, capture_output=True, text=True)
+        return time.monotonic() - t0, proc.returncode
+
+
+def timer() -> callable:  # type: ignore[valid-type]
+    t = [time.monotonic()]
+
+    def lap() -> float:
+        now = time.monotonic()
+        dt, t[0] = now - t[0], now
+        return round(dt, 3)
+    return lap
+
+
+async def steps(grader: RepoGrader, task: RepoTask) -> dict[str, float]:
+    """The grader's steps one by one (the gold patch; the task's tests restored as ``_grade`` does)."""
+    out: dict[str, float] = {}
+    lap = timer()
+    snapshot = await asyncio.to_thread(grader.store.snapshot, task.repo, task.base_commit)
+    base = await asyncio.to_thread(base_tree, snapshot)
+    snapshot, env = await grader._built(task)
+    rootdir, inifile = await asyncio.to_thread(locate_config, env, snapshot, tuple(test_files(task)))
+    command, spec = launch(task, env, rootdir, inifile)
+    out["host lookups"] = lap()
+    session = await grader.host.open(snapshot, env_dir=env, limits=grader.limits, ro_binds=[str(INSIDE_DIR)])
+    out["open"] = lap()
+    try:
+        assert not await grader.host.apply_diff(session, task.gold_patch)
+        out["gold apply"] = lap()
+        if inifile:
+            await session.exec(f"git checkout -q HEAD -- {shlex.quote(inifile)}", timeout_s=60)
+        out["restore"] = lap()
+        assert not await grader.host.apply_diff(session, task.test_patch)
+        out["test patch apply"] = lap()
+        assert not written_byte_code(session.layer.upper)
+        out["byte code check"] = lap()
+        run = await session.exec(command, timeout_s=600, stdin=json.dumps({**spec, "byte_code": "pristine"}).encode())
+        out["launcher run"] = lap()
+        verdict = decide(run, spec["nonce"], task.fail_to_pass, task.pass_to_pass, base)
+        out["records read-back"] = lap()
+        assert verdict.status.value == "resolved", verdict
+        _, fresh = launch(task, env, rootdir, inifile)
+        run = await session.exec(command, timeout_s=600, stdin=json.dumps(fresh).encode())
+        out["(launcher run, byte code compiled afresh: before)"] = lap()
+        assert decide(run, fresh["nonce"], task.fail_to_pass, task.pass_to_pass, base).status.value == "resolved"
+        floor = await session.exec(f"exec {shlex.quote(str(env / 'bin' / 'python'))} -I -S -c pass", timeout_s=60)
+        assert floor.exit_code == 0
+        out["(python -c pass)"] = lap()
+        _, collect = launch(task, env, rootdir, inifile)
+        collect["args"] = [*collect["args"], "--collect-only", "-q"]
+        await session.exec(command, timeout_s=600, stdin=json.dumps(collect).encode())
+        out["(launcher --collect-only)"] = lap()
+        py = shlex.quote(str(env / "bin" / "python"))
+        for name, targets in (("ids", list(task.tests)), ("files", test_files(task))):
+            plain = await session.exec(f"cd {REPO} && exec {py} -m pytest -rA -p no:cacheprovider -q "
+                                       + " ".join(shlex.quote(t) for t in targets), timeout_s=600)
+            out[f"(in-session plain pytest {name})"] = lap()
+            if plain.exit_code not in (0, 1):
+                out[f"(in-session plain pytest {name} exit)"] = plain.exit_code
+    finally:
+        await session.close()
+    out["close"] = lap()
+    return out
+
+
+def load() -> str:
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+async def measure(tasks: list[RepoTask], store: RepoStore, cache: Path, repeat: int) -> dict:
+    result = {}
+    async with SessionHost() as host:
+        grader = RepoGrader(host, store, env_cache=cache, concurrency=1)
+        for task in tasks:
+            snapshot, env = await grader.prepare(task)
+            await grader.grade(task, task.gold_patch)  # warm: launcher compiled, configuration located, pages cached
+            rows: dict[str, list[float]] = {}
+            loads = []
+            for _ in range(repeat):
+                loads.append(load())
+                graded = await grader.grade(task, task.gold_patch)
+                assert graded.status.value == "resolved", graded
+                rows.setdefault("graded", []).append(graded.wall_s)
+                for name, value in (await steps(grader, task)).items():
+                    rows.setdefault(name, []).append(value)
+                for name, targets in (("plain_ids", list(task.tests)), ("plain_files", test_files(task))):
+                    seconds, code = plain_pytest(task, snapshot, env, targets)
+                    assert code in (0, 1), (name, code)
+                    rows.setdefault(name, []).append(round(seconds, 3))
+            medians = {k: round(statistics.median(v), 3) for k, v in rows.items()}
+            medians["ratio graded/plain_ids"] = round(medians["graded"] / medians["plain_ids"], 2)
+            medians["ratio graded/plain_files"] = round(medians["graded"] / medians["plain_files"], 2)
+            result[task.instance_id] = {"medians": medians, "runs": rows, "tests": len(task.tests), "load": loads}
+            print(json.dumps({task.instance_id: result[task.instance_id]}), flush=True)
+    return result
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rows", required=True, help="task rows (`coderl data swe-bench` tasks.jsonl)")
+    ap.add_argument("--repos", required=True)
+    ap.add_argument("--cache", required=True, help="the cache the rows were made with (their snapshots, environments)")
+    ap.add_argument("--instances", nargs="+", required=True)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--out", help="write the results here (JSON)")
+    args = ap.parse_args()
+    rows = [json.loads(line) for line in Path(args.rows).read_text().splitlines()]
+    tasks = [RepoTask.from_row(r) for r in rows if r["instance_id"] in args.instances]
+    cache = Path(args.cache).resolve()
+    result = asyncio.run(measure(tasks, RepoStore(Path(args.repos).resolve(), cache), cache, args.repeat))
+    if args.out:
+        Path(args.out).write_text(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
