@@ -79,6 +79,7 @@ _GRACE_S = 10.0  # on top of a command's timeout before PID 1 counts as hung
 # agent smoke run: two episodes entering EpisodeWorker.of at once each made a worker and a host).
 _EPISODE_IDS = itertools.count()
 _CAPTURE_TIMEOUT_S = 120.0
+_MAX_ARGV_BYTES = 128 << 10  # the written paths git is not tracking, as arguments of one command
 MAX_DIFF_BYTES = 16 << 20
 _PATH = "/usr/local/bin:/usr/bin:/bin"
 #: the fuzzy fallback after an exact ``git apply`` fails (``SessionHost.apply_diff``): SWE-bench's
@@ -566,29 +567,39 @@ class SessionHost:
             return ""
         git = " ".join(["git", "-c", "safe.directory=*", "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null",
                         "-c", "core.quotePath=true", "-c", "core.excludesFile=/tmp/exclude"])
-        # Only the paths the upper layer holds are compared (upper_changes): every other tracked
-        # file is marked skip-worktree, so git takes the index's entry (HEAD's) without reading it.
-        # Those come on stdin, NUL-separated (the pristine repository's own list, less the written).
-        skip = b""
+        # Only the paths the upper layer holds are compared (upper_changes): the index is HEAD's, and
+        # only the tracked files at, under or above a written path are read again (on stdin,
+        # NUL-separated; a missing one is removed), with the files that git's ignore rules let through
+        # among the written paths it does not track (``ls-files -o`` over those paths alone, given as
+        # literal arguments). No walk of the whole tree: the capture costs the same on any tree.
+        # Unknown (None), or too many written paths for one command line: ``add -A`` of everything.
+        stdin, untracked = b"", []
         if changed is not None:
             tracked = await asyncio.to_thread(upper_changes.tracked_paths, str(pristine))
-            skip = b"".join(path + b"\0" for path in upper_changes.unchanged(tracked, changed))
-        narrow = f"{git} update-index -z --skip-worktree --stdin < /tmp/skip && " if skip else ""
+            stdin, untracked = upper_changes.touched(tracked, changed)
+            if sum(len(p) + 1 for p in untracked) > _MAX_ARGV_BYTES:
+                stdin, untracked, changed = b"", [], None
+        if changed is None:
+            stage = f"{git} add -A"
+        else:
+            listed = f"{git} ls-files -z -o --exclude-standard -- \"$@\" >> /tmp/paths && " if untracked else ""
+            stage = f"{listed}{git} update-index -z --add --remove --stdin < /tmp/paths"
         script = (
             # an index without stat data (read-tree): every file compared is compared by content, since
             # an edit in the second of the checkout that keeps the size would pass a stat check
             # (git's complaints go to a file: only their tail reaches the pipe, which nobody drains);
             # byte code is never part of a change (a snapshot holds compiled byte code, untracked)
-            "exec 3>&2 2>/tmp/err; cat > /tmp/skip && printf '__pycache__/\\n*.py[co]\\n' > /tmp/exclude && "
-            f"mkdir -p /tmp/objects && {git} read-tree HEAD && {narrow}{git} add -A && "
+            "exec 3>&2 2>/tmp/err; cat > /tmp/paths && printf '__pycache__/\\n*.py[co]\\n' > /tmp/exclude && "
+            f"mkdir -p /tmp/objects && {git} read-tree HEAD && {stage} && "
             f"{git} diff --cached --binary --no-color --no-ext-diff --no-textconv --no-renames HEAD"
             " || { s=$?; tail -c 400 /tmp/err >&3; exit $s; }"
         )
         env = {"GIT_DIR": "/git", "GIT_WORK_TREE": REPO, "GIT_INDEX_FILE": "/tmp/index",
                "GIT_OBJECT_DIRECTORY": "/tmp/objects", "GIT_ALTERNATE_OBJECT_DIRECTORIES": "/git/objects",
-               "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null"}
+               "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_LITERAL_PATHSPECS": "1"}
+        command = ["/bin/sh", "-c", script, "capture", *(os.fsdecode(p) for p in untracked)]
         argv = self._argv(session.work_tree or session.layer.merged, session.limits, [], [], [], repo_ro=True,
-                          setenv=env, pristine_git=pristine, command=["/bin/sh", "-c", script])
+                          setenv=env, pristine_git=pristine, command=command)
         proc, oom_fd = await self._spawn(argv, session.cgroup)
         if oom_fd is not None:
             os.close(oom_fd)
@@ -596,7 +607,7 @@ class SessionHost:
         try:
             async with asyncio.timeout(_CAPTURE_TIMEOUT_S):
                 with contextlib.suppress(OSError, RuntimeError):  # a sandbox gone early: its exit says why
-                    proc.stdin.write(skip)
+                    proc.stdin.write(stdin)
                     await proc.stdin.drain()
                 proc.stdin.close()
                 data = bytearray()  # read(n) returns what has arrived, so the cap is checked per chunk

@@ -74,16 +74,24 @@ def _whole(path: bytes | Path) -> bool:
     return False
 
 
-def unchanged(tracked: tuple[bytes, ...], changed: list[bytes]) -> list[bytes]:
-    """The tracked paths that ``changed`` leaves as the pristine tree has them: neither a changed
-    path nor under a changed directory."""
+def touched(tracked: tuple[bytes, ...], changed: list[bytes]) -> tuple[bytes, list[bytes]]:
+    """What the capture reads again, from ``changed``: the tracked paths at, under or above a changed
+    path, NUL-terminated for ``git update-index -z --stdin`` (one written, deleted, or made a
+    directory or a link: each is re-read, or removed when gone), and the changed paths git does not
+    track (new files, directories whose whole content may be new: ``ls-files -o`` names what in
+    them the ignore rules let through)."""
     written = set(changed)
+    known = set(tracked)
 
-    def touched(path: bytes) -> bool:
+    def hit(path: bytes) -> bool:
         parts = path.split(b"/")
         return any(b"/".join(parts[:i]) in written for i in range(1, len(parts) + 1))
 
-    return [path for path in tracked if not touched(path)]
+    again = {path for path in tracked if hit(path)}
+    for path in changed:  # a tracked file above a written path: the file became a directory
+        parts = path.split(b"/")
+        again.update(p for p in (b"/".join(parts[:i]) for i in range(1, len(parts))) if p in known)
+    return b"".join(path + b"\0" for path in sorted(again)), [path for path in changed if path not in known]
 
 
 @functools.lru_cache(maxsize=256)
