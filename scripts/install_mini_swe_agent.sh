@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # mini-swe-agent from PyPI in a venv of its own (it pulls in litellm: never in the project's venv), for
-# the agent loop's default harness (tool_config/agent_loop.yaml) and tests/agent/test_agent_loop_mini.py.
+# the agent loop's default harness (tool_config/agent_loop.yaml) and tests/verl/test_agent_loop_mini.py.
 #   scripts/install_mini_swe_agent.sh        installs into $MINI_SWE_AGENT_VENV (default /opt/mini-swe-agent)
 set -euo pipefail
 source "$(dirname "$0")/common.sh"

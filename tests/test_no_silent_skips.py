@@ -21,9 +21,9 @@ ALLOWED = {
     "helpers/require.py": "the rule itself: skips only where CODERL_TEST_ALL is not set",
     "deploy/test_k8s_manifests.py": "a second, non-Debian kubectl is an optional comparison: the machine's, "
                                     "not something CI installs (the CI machines have one, so it runs there)",
-    "agent/test_backend_vllm_serve.py": "under CODERL_TEST_ALL=1 the test builds the vLLM environment itself; "
+    "gateway/test_backend_vllm_serve.py": "under CODERL_TEST_ALL=1 the test builds the vLLM environment itself; "
                                         "the skip is only the local branch",
-    "agent/test_hack_signals.py": "a grader module it lists that this tree may not hold: a source file, "
+    "swe/test_hack_signals.py": "a grader module it lists that this tree may not hold: a source file, "
                                   "not something CI installs",
 }
 

@@ -2,7 +2,7 @@
 branch layouts read from the real mirrors (../shared/data/swe-smith), the starting tree and the
 patches built from them, SWE-smith's environments as specs, statements that never quote the fix,
 the AST bug operators, the SWE-bench overlap report and the CLI's errors. The suites run in
-tests/agent/test_swe_smith_tasks.py (slow: environments, sandbox runs, the gate)."""
+tests/data/test_swe_smith_tasks.py (slow: environments, sandbox runs, the gate)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 commit kept, the fix commit after it never in the snapshot) and a bundle whose tag names the
 instance (an orphan commit, as ../shared/data/swe-bench-lite/ has them); sympy's bare test names
 mapped to ``file::name`` through the test patch's files; every row it cannot serve skipped with
-its reason. No environment is built here (no --build-envs): tests/agent/test_swe_bench_rows.py
+its reason. No environment is built here (no --build-envs): tests/swe/test_swe_bench_rows.py
 builds real ones."""
 
 from __future__ import annotations

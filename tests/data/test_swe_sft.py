@@ -4,7 +4,7 @@ gateway to a script that applies the gold patch. The rows are checked against th
 token record through verl's own SFT dataset (`MultiTurnSFTDataset`, on CPU): the SFT render of a
 row is the record's ids (plus the newline the template puts after the last turn), and every token
 the gateway marks as sampled is a token SFT trains on. Needs MINI_SWE_AGENT_VENV (skipped, naming
-it, without; failed under CODERL_TEST_ALL=1), like tests/agent/test_agent_loop_mini.py."""
+it, without; failed under CODERL_TEST_ALL=1), like tests/verl/test_agent_loop_mini.py."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The gate's decision over repeated gold and empty runs (``coderl eval swe-gate --repeats N``):
 flaky tests apart from broken ones, a flaky PASS_TO_PASS test dropped with its record, a flaky
 FAIL_TO_PASS test making the row flaky. Grade results are made here (the grader's own runs are in
-tests/agent/test_swe_bench_rows.py)."""
+tests/swe/test_swe_bench_rows.py)."""
 
 from __future__ import annotations
 

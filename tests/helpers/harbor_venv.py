@@ -1,7 +1,7 @@
 """The `harbor` package (Harbor's own ATIF trajectory models), in a Python 3.12 virtualenv of its
 own under coderl's cache: harbor 0.26 needs Python 3.12 and brings litellm, supabase, openai and
 about 120 packages (321 MB), none of which coderl's .venv (Python 3.11) should hold. Used to read
-coderl's ATIF exports and Harbor job exports back with harbor itself (tests/agent/test_atif_export.py,
+coderl's ATIF exports and Harbor job exports back with harbor itself (tests/records/test_atif_export.py,
 tests/view/test_export.py).
 
 ``python -m tests.helpers.harbor_venv`` builds it (uv; about 15 s with uv's cache warm); under

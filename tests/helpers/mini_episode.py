@@ -26,9 +26,9 @@ def run_mini_episode(tmp_path: Path, bash: str, *, prompt: list[dict[str, str]],
     from verl.utils.dataset.rl_dataset import RLHFDataset
 
     from coderl.verl.agent_loop import GatewayAgentLoop
-    from tests.agent.test_agent_loop import ScriptedServer, char_ids, config
-    from tests.agent.test_agent_loop_mini import COMMAND, ENV
     from tests.helpers.qwen_tokenizer import build_tiny_model
+    from tests.verl.test_agent_loop import ScriptedServer, char_ids, config
+    from tests.verl.test_agent_loop_mini import COMMAND, ENV
 
     tiny = build_tiny_model()
     tokenizer = AutoTokenizer.from_pretrained(tiny)

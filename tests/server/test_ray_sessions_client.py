@@ -80,8 +80,8 @@ def test_the_agent_loop_takes_a_replica_list(tokenizer, tmp_path):
 
     from coderl.sandbox import isolation
     from coderl.verl.agent_loop import GatewayAgentLoop
-    from tests.agent.test_agent_loop import HERE, config, gold_fix_episode
     from tests.helpers.qwen_tokenizer import build_tiny_model
+    from tests.verl.test_agent_loop import HERE, config, gold_fix_episode
 
     row, extra_info, server = gold_fix_episode(tokenizer, tmp_path)
     command = f"{isolation.sandbox_python()} {HERE / 'scripted_agent.py'}"

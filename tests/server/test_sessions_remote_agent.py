@@ -12,9 +12,9 @@ from unittest import mock
 
 import pytest
 
-from tests.agent.test_agent_loop import HERE, config, gold_fix_episode
 from tests.helpers.qwen_tokenizer import build_tiny_model
 from tests.helpers.service import running_service
+from tests.verl.test_agent_loop import HERE, config, gold_fix_episode
 
 pytestmark = pytest.mark.verl
 

@@ -27,13 +27,13 @@ from coderl.sandbox.session import SessionLimits
 from coderl.swe.harness import run_in_remote_sandbox
 from coderl.swe.image_episodes import remote_task
 from coderl.swe.task import RepoTask
-from tests.agent.test_agent_loop import HERE, ScriptedServer, char_ids, config
-from tests.agent.test_image_repo_tasks import FIX, INSTANCE, SHORT_TASK
 from tests.helpers.images import DEBIAN, ROOT, swe_bench_image, swe_lite_task
 from tests.helpers.service import running_service
+from tests.swe.test_image_repo_tasks import FIX, INSTANCE, SHORT_TASK
+from tests.verl.test_agent_loop import HERE, ScriptedServer, char_ids, config
 
-# slow: the flask image (built by tests/agent/test_image_repo_tasks.py too: the same tag, built once)
-# and the hello-shell Harbor image (tests/agent/test_harbor_tasks.py's); each grade of flask-4992 runs pytest
+# slow: the flask image (built by tests/swe/test_image_repo_tasks.py too: the same tag, built once)
+# and the hello-shell Harbor image (tests/swe/test_harbor_tasks.py's); each grade of flask-4992 runs pytest
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 HARBOR = ROOT / "tests" / "fixtures" / "harbor"
 LIMITS = SessionLimits(episode_s=300, exec_s=120, memory_mb=1024, max_processes=128, output_kb=256, disk_mb=256)

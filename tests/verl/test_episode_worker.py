@@ -13,8 +13,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.agent.test_agent_loop import ScriptedServer
 from tests.helpers.qwen_tokenizer import build_tiny_model
+from tests.verl.test_agent_loop import ScriptedServer
 
 pytestmark = pytest.mark.verl
 

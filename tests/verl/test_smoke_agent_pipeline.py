@@ -198,7 +198,7 @@ def test_grpo_on_tasks_built_from_a_real_repository(tmp_path: Path) -> None:
     the lengths sized for a real repository's statement and file. The stock mini drove every
     episode, the repository grader scored them, and a step had a gradient. Heavy: an SFT step on
     the ~4.5k-token h11 episodes took 84-98 s at load 7 (a builtin one 2.6 s quiet), and the
-    recipe needs its 80; CI shows the switch's rows (tests/agent/test_swe_smith_tasks.py)."""
+    recipe needs its 80; CI shows the switch's rows (tests/data/test_swe_smith_tasks.py)."""
     bundle = SHARED / "swe-smith" / "python-hyper__h11.bed0dd4a.bundle"
     cache, synth = tmp_path / "cache", tmp_path / "synth"
     made = subprocess.run([sys.executable, "-m", "coderl.cli", "data", "synth", "--repo", str(bundle), "--commit", "main",

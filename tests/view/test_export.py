@@ -2,7 +2,7 @@
 its one-line answers to bad input, and the mapping's edge cases (a tool call whose arguments are not
 JSON, a harness that rewrote its history), and the same records as a Harbor job (``--layout harbor``)
 read back by harbor's own viewer and models, a sandbox error among them. The agent records of a real
-episode, and harbor reading them back, are tests/agent/test_atif_export.py."""
+episode, and harbor reading them back, are tests/records/test_atif_export.py."""
 
 from __future__ import annotations
 

@@ -136,7 +136,7 @@ def snapshot_path(cache_dir: Path, repo: str, commit: str) -> Path:
 def _scrub(git_dir: Path) -> None:
     """What the fetch and the checkout leave that points elsewhere: ``FETCH_HEAD`` (it names the
     mirror), ``ORIG_HEAD`` and the reflog. The fetch by sha brings the base commit's history only
-    (no tags, no other refs, nothing dangling); tests/agent/test_grader_redteam.py checks each."""
+    (no tags, no other refs, nothing dangling); tests/swe/test_grader_redteam.py checks each."""
     for name in ("FETCH_HEAD", "ORIG_HEAD"):
         (git_dir / name).unlink(missing_ok=True)
     shutil.rmtree(git_dir / "logs", ignore_errors=True)

@@ -163,7 +163,7 @@ def test_bad_backend_settings_are_bad_requests(url, flavor, error):
 
 
 @pytest.fixture(scope="module")
-def model(model_dir, tokenizer):  # model_dir, tokenizer: tests/agent/conftest.py
+def model(model_dir, tokenizer):  # model_dir, tokenizer: tests/helpers/tiny_model.py
     return TransformersBackend(str(model_dir), {tokenizer.convert_tokens_to_ids("<|im_end|>")})
 
 

@@ -13,17 +13,17 @@ sandbox), put into verl's real transfer queue as verl's agent-loop worker puts t
 
 Heavy (about 7 minutes on the loaded 2 vCPUs: four episodes of ~1 min and a local Ray for the
 queue). The default suite checks the same telemetry without Ray or episodes
-(tests/agent/test_hack_signals.py)."""
+(tests/swe/test_hack_signals.py)."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
-from tests.agent.test_agent_loop import HERE, ScriptedServer, char_ids, run_sandboxed, tiny_model, tokenizer  # noqa: F401 - the module's fixtures
-from tests.helpers.tq_step import sampled_step_metrics
 
 from coderl.swe.task import RepoTask
+from tests.helpers.tq_step import sampled_step_metrics
+from tests.verl.test_agent_loop import HERE, ScriptedServer, char_ids, run_sandboxed, tiny_model, tokenizer  # noqa: F401 - the module's fixtures
 
 pytestmark = [pytest.mark.heavy, pytest.mark.verl, pytest.mark.ray]
 

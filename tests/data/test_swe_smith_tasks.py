@@ -14,10 +14,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.helpers.shared_data import SHARED, needs_shared_data
 
 from coderl.data.statements import reveals_fix
 from coderl.swe.store import git
+from tests.helpers.shared_data import SHARED, needs_shared_data
 
 pytestmark = [needs_shared_data, pytest.mark.slow, pytest.mark.timeout(1200)]
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 import pytest
+
 from tests.helpers.qwen_tokenizer import build_tiny_model
 
 pytestmark = pytest.mark.verl

@@ -19,11 +19,11 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.helpers.shared_data import SHARED, needs_shared_data
 
 from coderl.cache import READY
 from coderl.swe.environment import LOCK, build_env
 from coderl.swe.task import RepoTask
+from tests.helpers.shared_data import SHARED, needs_shared_data
 
 LITE = SHARED / "swe-bench-lite"
 FAST = ("marshmallow-code__marshmallow-1359", "pallets__flask-4992")  # in rows.json's order

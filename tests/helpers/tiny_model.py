@@ -1,5 +1,7 @@
-"""What the agent tests share: the tiny offline Qwen2 model and its tokenizer (the real Qwen BPE and
-chat template), built once per machine under coderl's cache by coderl.data.qwen_tokenizer."""
+"""Fixtures the agent tests share: the tiny offline Qwen2 model (``model_dir``) and its tokenizer
+(``tokenizer``: the real Qwen BPE and chat template), built once per machine under coderl's cache by
+coderl.data.qwen_tokenizer. tests/gateway and tests/records take them through their conftest.py; the verl
+modules that need them define their own (tests/verl keeps the suite-wide ``tokenizer``)."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from tests.helpers.qwen_tokenizer import build_tiny_model
 
 

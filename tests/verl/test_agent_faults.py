@@ -12,13 +12,26 @@ import subprocess
 import sys
 
 import pytest
-from tests.agent.test_agent_loop import HERE, ScriptedServer, char_ids, run_sandboxed
-from tests.helpers.require import require
 
 from coderl.sandbox import isolation
 from coderl.sandbox.session import MAX_DIFF_BYTES
+from tests.helpers.require import require
+from tests.verl.test_agent_loop import HERE, ScriptedServer, char_ids, run_sandboxed
 
 pytestmark = pytest.mark.verl
+
+
+@pytest.fixture(scope="module")
+def model_dir(tiny_model):
+    """The tiny offline Qwen2 model (tests/verl/conftest.py's, as tests/helpers/tiny_model.py names it)."""
+    return tiny_model
+
+
+@pytest.fixture(scope="module")
+def tokenizer(model_dir):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(model_dir)
 
 
 @pytest.fixture(scope="module")

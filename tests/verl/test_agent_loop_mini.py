@@ -17,11 +17,25 @@ import os
 from pathlib import Path
 
 import pytest
-from tests.agent.test_agent_loop import SOLUTION, TASK, TESTS, ScriptedServer, char_ids, config
+
 from tests.helpers.qwen_tokenizer import build_tiny_model
 from tests.helpers.require import needs
+from tests.verl.test_agent_loop import SOLUTION, TASK, TESTS, ScriptedServer, char_ids, config
 
 pytestmark = pytest.mark.verl
+
+
+@pytest.fixture(scope="module")
+def model_dir(tiny_model):
+    """The tiny offline Qwen2 model (tests/verl/conftest.py's, as tests/helpers/tiny_model.py names it)."""
+    return tiny_model
+
+
+@pytest.fixture(scope="module")
+def tokenizer(model_dir):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(model_dir)
 VENV = os.environ.get("MINI_SWE_AGENT_VENV", "/opt/mini-swe-agent")
 COMMAND = ("{venv}/bin/mini -m openai/{{model}} -t \"$(cat {{task_file}})\" -y --exit-immediately -l 0 "
            "-c mini.yaml -c model.model_kwargs.api_base={{base_url}} -c model.model_kwargs.api_key={{api_key}} "

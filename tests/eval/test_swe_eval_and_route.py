@@ -12,12 +12,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.helpers.poll import wait_for
-from tests.helpers.service import running_service
 
 from coderl.client import SandboxClient
 from coderl.errors import BadRequest
 from coderl.swe.task_set import build_task_set
+from tests.helpers.poll import wait_for
+from tests.helpers.service import running_service
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,6 @@
 """coderl.gateway.chat on its own: incoming messages into the canonical form, the comparison that
 decides whether a harness changed its history, and parsing sampled tokens with the real Qwen
-tokenizer and chat template (built offline by coderl.data.qwen_tokenizer, tests/agent/conftest.py)."""
+tokenizer and chat template (built offline by coderl.data.qwen_tokenizer, tests/helpers/tiny_model.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from coderl.gateway.chat import ChatFormat, canonical, new_call_id, same_message
 
 
 @pytest.fixture(scope="module")
-def fmt(tokenizer):  # tokenizer: tests/agent/conftest.py
+def fmt(tokenizer):  # tokenizer: tests/helpers/tiny_model.py
     return ChatFormat(tokenizer)
 
 

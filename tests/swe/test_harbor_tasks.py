@@ -22,9 +22,6 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from tests.helpers import mini_episode
-from tests.helpers.images import ROOT, local_bases
-from tests.helpers.require import needs
 
 from coderl.data.harbor import task_dirs
 from coderl.errors import BadRequest, InvalidTask
@@ -33,6 +30,9 @@ from coderl.swe.grade_status import GradeStatus
 from coderl.swe.harbor import HarborTask
 from coderl.swe.harbor_grader import Episode, HarborRunner, parse_reward
 from coderl.swe.verifier_tools import state_findings, use_image_loader_cache
+from tests.helpers import mini_episode
+from tests.helpers.images import ROOT, local_bases
+from tests.helpers.require import needs
 
 # every test but the first two is slow: the local bases (mmdebstrap + the Python stand-in, minutes
 # cold) and four image builds (the terminal tasks share one)

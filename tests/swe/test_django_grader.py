@@ -18,14 +18,14 @@ import uuid
 from pathlib import Path
 
 import pytest
-from tests.helpers.django_fixture import ENV, F2P, FIXED, P2P, TEST, make_django_task
-from tests.helpers.require import require
 
 from coderl.cache import default_cache_dir
 from coderl.sandbox.session import SessionHost
 from coderl.swe.django_run import DJANGO_TEST_CMD, labels, runner_paths, runs_django
 from coderl.swe.grader import RepoGrader
 from coderl.swe.store import RepoStore, git
+from tests.helpers.django_fixture import ENV, F2P, FIXED, P2P, TEST, make_django_task
+from tests.helpers.require import require
 
 TESTCASES = "django/test/testcases.py"
 RUNNER = "django/test/runner.py"

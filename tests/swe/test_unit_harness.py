@@ -12,11 +12,11 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.helpers.poll import wait_for
-from tests.helpers.service import exited
 
 from coderl.errors import BadRequest
 from coderl.swe.harness import SANDBOX_PORT, TASK_FILE, render_command, run_in_sandbox, run_on_host
+from tests.helpers.poll import wait_for
+from tests.helpers.service import exited
 
 VALUES = {"base_url": "http://127.0.0.1:9/v1", "api_key": "sess 1", "model": "m", "task_file": "/t/task.md"}
 

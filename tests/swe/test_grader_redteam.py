@@ -24,7 +24,6 @@ import uuid
 from pathlib import Path
 
 import pytest
-from tests.helpers.require import require
 
 from coderl.cache import default_cache_dir
 from coderl.errors import EnvBuildError
@@ -33,6 +32,7 @@ from coderl.swe.grader import RepoGrader
 from coderl.swe.grading_run import INSIDE_DIR
 from coderl.swe.store import RepoStore, git
 from coderl.swe.task import EnvSpec, RepoTask
+from tests.helpers.require import require
 
 ENV = EnvSpec(requirements=("pytest",))  # the builtin tasks' environment: built once, shared
 # the pytest versions real projects pin (SWE-bench Lite's rows run pytest 4.6 to 8.x), each with the

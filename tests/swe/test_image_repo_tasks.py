@@ -12,14 +12,14 @@ import asyncio
 import json
 
 import pytest
-from tests.helpers import mini_episode
-from tests.helpers.images import swe_bench_image, swe_lite_task
-from tests.helpers.require import needs
 
 from coderl.sandbox.session import SessionHost
 from coderl.swe.grade_status import GradeStatus
 from coderl.swe.image_grader import ImageRepoGrader
 from coderl.swe.task import RepoTask
+from tests.helpers import mini_episode
+from tests.helpers.images import swe_bench_image, swe_lite_task
+from tests.helpers.require import needs
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
 INSTANCE = "pallets__flask-4992"

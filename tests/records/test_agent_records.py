@@ -11,7 +11,11 @@ import os
 from pathlib import Path
 
 import pytest
-from tests.agent.test_agent_loop import (
+
+from coderl.cli import main
+from tests.helpers.browser import chromium, open_page
+from tests.helpers.require import require
+from tests.verl.test_agent_loop import (
     HERE,
     TASK,
     TESTS,
@@ -20,10 +24,6 @@ from tests.agent.test_agent_loop import (
     run_sandboxed,
     script,
 )
-from tests.helpers.browser import chromium, open_page
-from tests.helpers.require import require
-
-from coderl.cli import main
 
 pytestmark = pytest.mark.verl
 

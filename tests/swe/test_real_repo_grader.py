@@ -21,7 +21,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from tests.agent.test_grader_redteam import (
+
+from coderl.swe.store import RepoStore, git
+from coderl.swe.task import EnvSpec, RepoTask
+from tests.helpers.require import needs
+from tests.swe.test_grader_redteam import (
     ATTACKS,
     FORGE_PLUGIN,
     Attack,
@@ -30,10 +34,6 @@ from tests.agent.test_grader_redteam import (
     make_diff,
     runtime_rewrites,
 )
-from tests.helpers.require import needs
-
-from coderl.swe.store import RepoStore, git
-from coderl.swe.task import EnvSpec, RepoTask
 
 LITE = Path(os.environ.get("CODERL_SWE_LITE", Path(__file__).resolve().parents[3] / "shared" / "data" / "swe-bench-lite"))
 FLASK, MARSHMALLOW = "pallets__flask-4992", "marshmallow-code__marshmallow-1359"

@@ -1,4 +1,4 @@
-"""Reward-hack telemetry without episodes or Ray (the real step is tests/agent/test_hack_telemetry.py,
+"""Reward-hack telemetry without episodes or Ray (the real step is tests/verl/test_hack_telemetry.py,
 heavy): the finding-class taxonomy covers every finding the graders write, an episode's signals from
 its grade, the code reward's, the step's ``coderl/hack/...`` metrics from verl's own agent-loop
 outputs as the sampler reads them, and the same signals in the records, the view's overview, the

@@ -24,11 +24,11 @@ from typing import Any
 
 import httpx
 import pytest
-from tests.agent.test_gateway import Recording, assert_token_exact, openai_from_stream, run, sse_events
-from tests.helpers.poll import wait_for, wait_for_async
-from tests.helpers.service import free_port, metric_async
 
 from coderl.gateway.backends import Generation, OpenAICompatBackend
+from tests.gateway.test_gateway import Recording, assert_token_exact, openai_from_stream, run, sse_events
+from tests.helpers.poll import wait_for, wait_for_async
+from tests.helpers.service import free_port, metric_async
 
 ROOT = Path(__file__).resolve().parents[2]
 SMOKE_VENV = Path(os.environ.get("SMOKE_VENV") or ROOT / ".smoke-venv")

@@ -12,12 +12,12 @@ import json
 from pathlib import Path
 
 import pytest
-from tests.agent.test_agent_loop import TASK, TESTS, ScriptedServer, run_sandboxed, script
-from tests.agent.test_agent_records import harness, the_record
-from tests.helpers.harbor_venv import HARBOR_VERSION, harbor_for_tests, read_back, read_back_job
-from tests.helpers.require import require
 
 from coderl.cli import main
+from tests.helpers.harbor_venv import HARBOR_VERSION, harbor_for_tests, read_back, read_back_job
+from tests.helpers.require import require
+from tests.records.test_agent_records import harness, the_record
+from tests.verl.test_agent_loop import TASK, TESTS, ScriptedServer, run_sandboxed, script
 
 pytestmark = pytest.mark.verl
 

@@ -1,5 +1,5 @@
 """The red-team suite again, against the IMAGE grader (`coderl.swe.image_grader.ImageRepoGrader`): every
-attack of tests/agent/test_grader_redteam.py on the same ``calc`` repository, here at /testbed of a
+attack of tests/swe/test_grader_redteam.py on the same ``calc`` repository, here at /testbed of a
 SWE-bench-shaped image built with podman (the image's own Python 3.11 and pytest 7.2.1, the repository
 importable through a .pth, as SWE-bench's images have it). The image grader shares the launcher and
 the verdicts with the repository grader but takes the diff's base, the protected files, the pinned
@@ -13,7 +13,12 @@ import dataclasses
 import shutil
 
 import pytest
-from tests.agent.test_grader_redteam import (
+
+from coderl.sandbox.session import SessionHost
+from coderl.swe.image_grader import ImageRepoGrader
+from coderl.swe.store import RepoStore
+from tests.helpers.images import built_image, flask_wheels, swe_dockerfile
+from tests.swe.test_grader_redteam import (
     ATTACKS,
     EXTRA,
     SUB,
@@ -24,11 +29,6 @@ from tests.agent.test_grader_redteam import (
     calc_task,
     make_diff,
 )
-from tests.helpers.images import built_image, flask_wheels, swe_dockerfile
-
-from coderl.sandbox.session import SessionHost
-from coderl.swe.image_grader import ImageRepoGrader
-from coderl.swe.store import RepoStore
 
 # slow: one image FROM the local Python base (seconds once the bases exist: CI builds them for
 # tests/docker) and 67 gradings, three sandboxes at a time

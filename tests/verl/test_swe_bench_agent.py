@@ -9,7 +9,7 @@ diff graded by the real grader in a fresh sandbox. Every instance must resolve, 
 own test run inside the session must pass (mini's commands reach the task's environment).
 
 The episodes are slow (minutes: one episode and one grading per instance, environments built once
-per machine into ``$CODERL_CACHE``); needs MINI_SWE_AGENT_VENV like tests/agent/test_agent_loop_mini.py. The
+per machine into ``$CODERL_CACHE``); needs MINI_SWE_AGENT_VENV like tests/verl/test_agent_loop_mini.py. The
 instances are each alone in their (repo, version) among the 48 rows, so the environment a subset
 of rows names is the one the full set names (a shared cache serves both)."""
 
@@ -21,8 +21,6 @@ import os
 from pathlib import Path
 
 import pytest
-from tests.helpers.qwen_tokenizer import build_tiny_model
-from tests.helpers.require import needs
 
 from coderl.cache import default_cache_dir
 from coderl.data.common import read_rows
@@ -40,6 +38,8 @@ from coderl.sandbox import isolation
 from coderl.swe.store import RepoStore, git
 from coderl.swe.task import RepoTask
 from coderl.swe.task_set import build_task_set
+from tests.helpers.qwen_tokenizer import build_tiny_model
+from tests.helpers.require import needs
 
 LITE = Path(os.environ.get("CODERL_SWE_LITE", Path(__file__).resolve().parents[3] / "shared" / "data" / "swe-bench-lite"))
 VENV = os.environ.get("MINI_SWE_AGENT_VENV", "/opt/mini-swe-agent")

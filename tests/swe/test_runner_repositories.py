@@ -10,13 +10,13 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from tests.agent.test_grader_redteam import ENV, make_repo
 
 from coderl.sandbox.session import SessionHost
 from coderl.swe.grader import RepoGrader
 from coderl.swe.grading_run import RUNNER_DEPENDENCIES, runner_repository
 from coderl.swe.store import RepoStore
 from coderl.swe.task import RepoTask
+from tests.swe.test_grader_redteam import ENV, make_repo
 
 
 @pytest.mark.parametrize("top", ["", "src/"])

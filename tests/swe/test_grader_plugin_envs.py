@@ -3,7 +3,7 @@ plugins, each at a current and an older version. In each, a repository whose tes
 plugins give (hypothesis' ``@given``, pytest-mock's ``mocker``, an asyncio test, an anyio test,
 pytest-benchmark's ``benchmark``, syrupy's ``snapshot``, pytest-subtests' ``subtests``) resolves with
 its gold patch and not with an empty one, and every attack of the red team
-(tests/agent/test_grader_redteam.py) fails with its status there too. Before issue 43 every run in
+(tests/swe/test_grader_redteam.py) fails with its status there too. Before issue 43 every run in
 an environment with hypothesis >= 6.43 was ``tampered``: its plugin replaces pytest's
 ``FixtureFunctionMarker.__call__`` as it loads, which the reporter now takes as the environment's
 (the new function's code is the environment's own, and the change is made before any conftest).
@@ -18,7 +18,9 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from tests.agent.test_grader_redteam import (
+
+from coderl.swe.task import EnvSpec, RepoTask
+from tests.swe.test_grader_redteam import (
     ATTACKS,
     assert_attack_fails,
     assert_golds_resolve,
@@ -26,8 +28,6 @@ from tests.agent.test_grader_redteam import (
     graded_redteam,
     make_repo,
 )
-
-from coderl.swe.task import EnvSpec, RepoTask
 
 PLUGINS = ("hypothesis", "pytest-xdist", "pytest-asyncio", "anyio", "pytest-cov", "pytest-mock", "pytest-timeout",
            "pytest-randomly", "pytest-rerunfailures", "pytest-benchmark", "syrupy", "pytest-subtests")

@@ -13,12 +13,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from tests.helpers.qwen_tokenizer import build_tiny_model
 from tests.helpers.require import require
 from tests.verl.conftest import compose
 
 pytestmark = pytest.mark.verl
-HERE = Path(__file__).resolve().parent
+#: the folder of the scripted harness (scripted_agent.py), bound into session sandboxes
+HERE = Path(__file__).resolve().parents[1] / "helpers"
 TESTS = json.dumps({"mode": "stdio", "cases": [{"input": "1 2\n", "output": "3\n"}, {"input": "5 5\n", "output": "10\n"}]})
 SOLUTION = "a, b = map(int, input().split())\nprint(a + b)\n"
 TASK = "Write solution.py: read two integers from stdin and print their sum."
@@ -37,7 +39,7 @@ def tokenizer(tiny_model):
 
 
 def char_ids(tokenizer, text: str) -> list[int]:
-    from tests.agent.test_gateway import char_ids as chars
+    from tests.gateway.test_gateway import char_ids as chars
 
     return chars(tokenizer, text)
 
