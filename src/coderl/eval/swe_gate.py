@@ -12,12 +12,22 @@ resumes): the environment (built or why not, seconds), the gold and empty status
 tests, kept or why not, as a category (``environment``, ``gold_not_resolved``, ``empty_resolves``,
 ``flaky``, ``sandbox_error``, ``tampered``, ...) and a message. ``tasks.jsonl``: the kept rows, ready for
 `coderl eval swe --tasks` and training; ``gate.md``: the table docs/agent.md shows.
+
+A row whose gold patch leaves tests failing (FAIL_TO_PASS, or PASS_TO_PASS it drops) is diagnosed:
+those tests run once more with the gold patch, each failure's or skip's own words kept
+(``failure_reasons``: the exception line, the skip reason, in the row's record and its message),
+so a dropped row says why. A row whose every failing FAIL_TO_PASS test fails reaching the network
+(the sandbox has none: a host name that does not resolve, an unreachable network; ``NETWORK``)
+is ``needs_network``, not ``gold_not_resolved``: the row is sound, it cannot
+be graded offline; dropped PASS_TO_PASS tests that need it are counted as such.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import re
+import shlex
 import time
 from collections import Counter
 from pathlib import Path
@@ -28,6 +38,7 @@ from coderl.errors import BadRequest, CoderlError
 from coderl.eval.swe import read_records
 from coderl.sandbox.session import SessionHost
 from coderl.swe.grader import GradeResult, RepoGrader
+from coderl.swe.grading_run import test_files
 from coderl.swe.store import RepoStore
 from coderl.swe.task import RepoTask
 
@@ -75,7 +86,7 @@ def gate_record(task: RepoTask, golds: list[GradeResult], empties: list[GradeRes
                         "why": f"{name} patch graded {result.status.value}: "
                                f"{(result.message or '; '.join(result.findings))[:300]}"}
     if f2p_failing:
-        return {**rec, "category": "gold_not_resolved",
+        return {**rec, "category": "gold_not_resolved", "f2p_failing": f2p_failing,
                 "why": f"FAIL_TO_PASS failing with the gold patch: {_some(f2p_failing)}"}
     if all(passes(empty_runs, t) == len(empties) for t in task.fail_to_pass):
         return {**rec, "category": "empty_resolves", "why": "every FAIL_TO_PASS test passes with the empty patch"}
@@ -85,6 +96,111 @@ def gate_record(task: RepoTask, golds: list[GradeResult], empties: list[GradeRes
     why = [f"{len(drift)} PASS_TO_PASS dropped (fail with gold: {_some(drift)})" if drift else "",
            f"{len(p2p_flaky)} flaky PASS_TO_PASS dropped ({_some(p2p_flaky)})" if p2p_flaky else ""]
     return {**rec, "kept": True, "category": "kept", "why": "; ".join(w for w in why if w), "p2p_kept": kept_p2p}
+
+
+# a test that failed reaching the network (the sandbox has none): the resolver's, the socket's and the
+# HTTP clients' words for it (urllib3/requests, httpx, aiohttp, urllib)
+NETWORK = re.compile(r"Name or service not known|Temporary failure in name resolution|nodename nor servname"
+                     r"|No address associated with hostname|getaddrinfo failed|Network is unreachable"
+                     r"|Failed to establish a new connection|Cannot connect to host|Could not resolve host"
+                     r"|\[Errno -[235]\]|\[Errno 101\]")
+
+# one run of the named tests (their files collected, the others deselected): each failed or skipped
+# test's own words, one JSON line each in a file of its own (pytest's output is not read)
+_REASONS = """import json, sys, pytest
+WANTED = set(open("/tmp/coderl_tests.txt").read().splitlines())
+class Reasons:
+    def __init__(self):
+        self.seen = set()
+    def say(self, nodeid, text):
+        if nodeid not in self.seen:
+            self.seen.add(nodeid)
+            with open("/tmp/coderl_reasons.out", "a") as out:
+                out.write("REASON " + json.dumps([nodeid, " ".join(str(text).split())[:300]]) + "\\n")
+    def pytest_collection_modifyitems(self, config, items):
+        keep = [item for item in items if item.nodeid in WANTED]
+        if keep:
+            items[:] = keep
+    def pytest_runtest_logreport(self, report):
+        if report.passed:
+            return
+        longrepr = report.longrepr
+        if report.skipped and isinstance(longrepr, tuple):
+            why = str(longrepr[2])
+            self.say(report.nodeid, "SKIPPED: " + (why[len("Skipped: "):] if why.startswith("Skipped: ") else why))
+            return
+        crash = getattr(longrepr, "reprcrash", None)
+        text = crash.message if crash is not None else (str(longrepr).strip().splitlines() or [""])[-1]
+        self.say(report.nodeid, report.outcome.upper() + " (" + report.when + "): " + text)
+    def pytest_collectreport(self, report):
+        if report.failed:
+            self.say(report.nodeid, "collection failed: " + (str(report.longrepr).strip().splitlines() or [""])[-1])
+pytest.main(["-p", "no:cacheprovider", *sys.argv[1:]], plugins=[Reasons()])
+"""
+
+
+async def diagnose(host: SessionHost, snapshot: Path, env_dir: Path, task: RepoTask, tests: list[str]) -> dict[str, str]:
+    """Why ``tests`` fail with the gold patch: one more run of them in a fresh session (gold and test
+    patch applied), each test's failure or skip in its own words (a collection error under its
+    file's name); {} when the run gives none. A diagnosis, never a verdict: the grader's runs
+    decided the row."""
+    wanted = {t.split("::", 1)[0] for t in tests}
+    files = [f for f in test_files(task) if f in wanted]
+    try:
+        session = await host.open(snapshot, env_dir=env_dir)
+    except CoderlError:
+        return {}
+    try:
+        for diff in (task.gold_patch, task.test_patch):
+            if diff.strip() and await host.apply_diff(session, diff):
+                return {}
+        await session.write_file("/tmp/coderl_reasons.py", _REASONS.encode())
+        await session.write_file("/tmp/coderl_tests.txt", "\n".join(tests).encode())
+        run = await session.exec("python /tmp/coderl_reasons.py " + " ".join(shlex.quote(f) for f in files)
+                                 + " >/dev/null 2>&1; cat /tmp/coderl_reasons.out", timeout_s=1800)
+    except CoderlError:
+        return {}
+    finally:
+        await session.close()
+    out = {}
+    for line in run.stdout.splitlines():
+        if line.startswith("REASON "):
+            try:
+                nodeid, text = json.loads(line[len("REASON "):])
+            except ValueError:
+                continue
+            out[str(nodeid)] = str(text)
+    return {t: out[t] for t in [*tests, *files] if t in out}
+
+
+def _some_ids(tests: dict[str, str], most: int = 300) -> list[str]:
+    return list(tests)[:most]
+
+
+def with_reasons(record: dict[str, Any], reasons: dict[str, str]) -> dict[str, Any]:
+    """The record with the diagnosis (``failure_reasons``): a ``gold_not_resolved`` row whose every
+    failing FAIL_TO_PASS test failed reaching the network becomes ``needs_network``; the message
+    names each failing test's reason; dropped PASS_TO_PASS tests that need the network are counted."""
+    def reason(test: str) -> str:
+        file = test.split("::", 1)[0]
+        return reasons.get(test) or reasons.get(file, "")
+
+    rec = {**record, "failure_reasons": reasons}
+    f2p = record.get("f2p_failing") or {}
+    network_p2p = [t for t in record.get("p2p_dropped") or {} if NETWORK.search(reason(t))]
+    if network_p2p:
+        rec["p2p_network"] = network_p2p
+    if record["category"] == "gold_not_resolved" and f2p:
+        said = [f"{t} {reason(t) or s}" for t, s in list(f2p.items())[:3]]
+        more = f" and {len(f2p) - 3} more" if len(f2p) > 3 else ""
+        if all(NETWORK.search(reason(t)) for t in f2p):
+            return {**rec, "category": "needs_network",
+                    "why": f"{len(f2p)} FAIL_TO_PASS tests need the network, which the sandbox does not give: "
+                           + "; ".join(said) + more}
+        return {**rec, "why": "FAIL_TO_PASS failing with the gold patch: " + "; ".join(said) + more}
+    if record["kept"] and network_p2p:
+        rec["why"] = f"{record['why']}; {len(network_p2p)} of them need the network"
+    return rec
 
 
 def _runs_status(results: list[GradeResult]) -> str:
@@ -140,6 +256,10 @@ async def run_gate(tasks_file: str, repos: Path, out: Path, *, cache_dir: Path, 
                         golds.append(await grader.grade(task, task.gold_patch))
                         empties.append(await grader.grade(task, ""))
                     record = {**gate_record(task, golds, empties), "env": env}
+                    failing = [*_some_ids(record.get("f2p_failing") or {}), *_some_ids(record["p2p_dropped"])]
+                    if failing and record["category"] in ("gold_not_resolved", "kept"):
+                        reasons = await diagnose(host, store.snapshot(task.repo, task.base_commit), env_dir, task, failing)
+                        record = with_reasons(record, reasons)
                 else:
                     record = {"instance_id": task.instance_id, "kept": False, "category": "environment",
                               "why": f"environment not built: {env['error']}", "env": env, "gold": "", "empty": ""}
@@ -160,12 +280,13 @@ async def run_gate(tasks_file: str, repos: Path, out: Path, *, cache_dir: Path, 
 
 def gate_summary(records: list[dict[str, Any]], repeats: int) -> dict[str, Any]:
     """The gate's counts. Dropped and flaky PASS_TO_PASS tests are counted on the kept rows only: a
-    row graded sandbox_error or tampered has every test "missing", which is no drift of its tests."""
+    row graded sandbox_error or tampered has every test "missing", which is no drift of its tests.
+    Rows that need the network are counted apart from broken ones (sound rows, not gradable offline)."""
     categories = Counter(r["category"] for r in records)
     kept = [r for r in records if r["kept"]]
     return {"tasks": len(records), "kept": len(kept), "repeats": repeats, "categories": dict(categories),
-            "flaky_rows": categories.get("flaky", 0),
-            "broken_rows": sum(n for c, n in categories.items() if c not in ("kept", "flaky")),
+            "flaky_rows": categories.get("flaky", 0), "needs_network_rows": categories.get("needs_network", 0),
+            "broken_rows": sum(n for c, n in categories.items() if c not in ("kept", "flaky", "needs_network")),
             "p2p_dropped": sum(len(r.get("p2p_dropped") or {}) for r in kept),
             "p2p_flaky": sum(len(r.get("p2p_flaky") or {}) for r in kept)}
 
@@ -173,7 +294,8 @@ def gate_summary(records: list[dict[str, Any]], repeats: int) -> dict[str, Any]:
 def gate_markdown(summary: dict[str, Any], records: list[dict[str, Any]]) -> str:
     lines = [f"kept {summary['kept']}/{summary['tasks']} over {summary.get('repeats', 1)} run(s) of gold and empty; "
              + ", ".join(f"{k} {v}" for k, v in sorted(summary["categories"].items()))
-             + f"; flaky rows {summary.get('flaky_rows', 0)}, broken rows {summary.get('broken_rows', 0)}; "
+             + f"; flaky rows {summary.get('flaky_rows', 0)}, needing the network {summary.get('needs_network_rows', 0)}, "
+             f"broken rows {summary.get('broken_rows', 0)}; "
              f"PASS_TO_PASS dropped: {summary['p2p_dropped']} failing with gold, {summary.get('p2p_flaky', 0)} flaky", "",
              "| instance | env | gold | empty | kept | why not / dropped tests |", "|---|---|---|---|---|---|"]
     for r in records:
