@@ -52,3 +52,14 @@ def pytest_configure(config):
 def pytest_runtest_setup(item):
     """A missing resource is checked before any fixture is built (tests/helpers/require.py)."""
     check_needs_marks(item)
+
+
+# The modules that run the sandbox image go last: .ci/run builds it in the background from the start
+# (scripts/build_images.sh --local-base sandbox; ~12 min from nothing), and whatever is left of that build
+# when they ask for it, they wait for (the script's lock). The sort is stable: every other test keeps
+# its place, and these keep their own order.
+SANDBOX_IMAGE_MODULES = ("tests/deploy/test_k8s_pod_in_container.py", "tests/docker/test_image_sandbox.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    items.sort(key=lambda item: item.nodeid.split("::")[0] in SANDBOX_IMAGE_MODULES)
