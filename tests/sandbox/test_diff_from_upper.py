@@ -27,6 +27,8 @@ EDITS = "; ".join([
     "printf x > 'odd :(glob)*name'",                      # a new file whose name is pathspec magic
     "printf y > \"$(printf 'new\\nline')\"",              # a new file with a newline in its name
     "mkdir -p deep/er && echo z > deep/er/new.py",        # a new directory
+    "rm keep/todir.py && mkdir keep/todir.py && echo i > keep/todir.py/inner.py",  # a file made a directory
+    "mkdir -p build && echo o > build/out.o",             # ignored by the work tree's .gitignore: never in a diff
     "mkdir -p keep/__pycache__ && echo b > keep/__pycache__/m.cpython-311.pyc",  # byte code: never in a diff
 ])
 
@@ -37,7 +39,7 @@ def repo(tmp_path_factory) -> Path:
     env = {**os.environ, "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
     files = {"keep/edited.py": "a\n", "keep/rewritten.py": "same\n", "keep/deleted.py": "d\n", "keep/mode.py": "m\n",
-             "keep/link.py": "l\n", "keep/untouched.py": "u\n", "gone/x.py": "x\n", "gone/sub/y.py": "y\n",
+             "keep/link.py": "l\n", "keep/untouched.py": "u\n", "keep/todir.py": "f\n", ".gitignore": "build/\n", "gone/x.py": "x\n", "gone/sub/y.py": "y\n",
              "again/a.py": "a\n", "moved/m.py": "m\n", "top.py": "t\n"}
     for rel, text in files.items():
         (path / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -67,9 +69,9 @@ def test_the_diff_from_the_upper_layer_is_the_whole_trees(repo, monkeypatch):
     assert narrowed == whole
     for expected in ("b/keep/edited.py", "deleted file mode 100644", "a/gone/sub/y.py", "b/again/b.py",
                      "a/again/a.py", "b/renamed/m.py", "a/moved/m.py", "new mode 100755", "new file mode 120000",
-                     "odd :(glob)*name", "b/deep/er/new.py"):
+                     "odd :(glob)*name", "b/deep/er/new.py", "a/keep/todir.py", "b/keep/todir.py/inner.py"):
         assert expected in narrowed, expected
-    for absent in ("rewritten.py", "untouched.py", "top.py", "pyc"):
+    for absent in ("rewritten.py", "untouched.py", "top.py", "pyc", "out.o"):
         assert absent not in narrowed, absent
     assert written is not None
     assert b"keep/untouched.py" not in written and b"top.py" not in written  # only what was written is compared
@@ -84,3 +86,13 @@ def test_an_episode_that_wrote_nothing_has_an_empty_diff_without_a_sandbox(repo)
             return await host.capture_diff(s), upper_changes.changed_paths(s.layer.upper)
 
     assert asyncio.run(main()) == ("", [])
+
+
+def test_touched_reads_again_the_tracked_paths_at_under_and_above_a_written_one(tmp_path):
+    for d in ("d", "f", "g"):  # the upper layer: g, a tracked file made a directory
+        (tmp_path / d).mkdir()
+    (tmp_path / "a.py").write_text("x")
+    tracked = (b"a.py", b"d/sub/y.py", b"d/x.py", b"f", b"g", b"keep.py")
+    stdin, untracked = upper_changes.touched(tracked, [b"a.py", b"d", b"f/new.py", b"g", b"n.txt"], bytes(tmp_path))
+    assert stdin == b"a.py\0d/sub/y.py\0d/x.py\0f\0g\0"  # f: a tracked file above a written path
+    assert untracked == [b"d", b"f/new.py", b"g", b"n.txt"]  # for ls-files -o: what the ignore rules let through

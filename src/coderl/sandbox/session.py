@@ -576,7 +576,8 @@ class SessionHost:
         stdin, untracked = b"", []
         if changed is not None:
             tracked = await asyncio.to_thread(upper_changes.tracked_paths, str(pristine))
-            stdin, untracked = upper_changes.touched(tracked, changed)
+            top = session.layer.upper / (session.work_tree or session.layer.merged).relative_to(session.layer.merged)
+            stdin, untracked = upper_changes.touched(tracked, changed, bytes(top))
             if sum(len(p) + 1 for p in untracked) > _MAX_ARGV_BYTES:
                 stdin, untracked, changed = b"", [], None
         if changed is None:

@@ -74,12 +74,13 @@ def _whole(path: bytes | Path) -> bool:
     return False
 
 
-def touched(tracked: tuple[bytes, ...], changed: list[bytes]) -> tuple[bytes, list[bytes]]:
-    """What the capture reads again, from ``changed``: the tracked paths at, under or above a changed
-    path, NUL-terminated for ``git update-index -z --stdin`` (one written, deleted, or made a
-    directory or a link: each is re-read, or removed when gone), and the changed paths git does not
-    track (new files, directories whose whole content may be new: ``ls-files -o`` names what in
-    them the ignore rules let through)."""
+def touched(tracked: tuple[bytes, ...], changed: list[bytes], top: bytes) -> tuple[bytes, list[bytes]]:
+    """What the capture reads again, from ``changed`` (under ``top``, the work tree in the upper
+    layer): the tracked paths at, under or above a changed path, NUL-terminated for ``git
+    update-index -z --stdin`` (one written, deleted, or made a directory or a link: each is re-read,
+    or removed when gone), and the changed paths git does not track, or that are directories now
+    (new files, directories whose whole content may be new, a tracked file made a directory:
+    ``ls-files -o`` names what in them the ignore rules let through)."""
     written = set(changed)
     known = set(tracked)
 
@@ -91,7 +92,8 @@ def touched(tracked: tuple[bytes, ...], changed: list[bytes]) -> tuple[bytes, li
     for path in changed:  # a tracked file above a written path: the file became a directory
         parts = path.split(b"/")
         again.update(p for p in (b"/".join(parts[:i]) for i in range(1, len(parts))) if p in known)
-    return b"".join(path + b"\0" for path in sorted(again)), [path for path in changed if path not in known]
+    new = [path for path in changed if path not in known or stat.S_ISDIR(os.lstat(os.path.join(top, path)).st_mode)]
+    return b"".join(path + b"\0" for path in sorted(again)), new
 
 
 @functools.lru_cache(maxsize=256)
