@@ -12,7 +12,8 @@ For each instance, ``--repeat`` times (alternated, medians printed):
   read back (``verdicts.decide``) and the close; the launcher's run again with its byte code
   compiled afresh (the grader before issue 49 item 5);
 - inside that session, after the grading run: the interpreter's floor (``python -c pass``), the
-  launcher with ``--collect-only`` (everything but the tests), and plain ``python -m pytest`` on
+  launcher with ``--collect-only`` and the snapshot's byte code (everything but the tests: the
+  launcher's checks, pytest's start, collection), and plain ``python -m pytest`` on
   the test ids and on the test files (the session's work tree: the snapshot's byte code beside the
   sources, what an agent's own test run gets);
 - ``plain``: ``python -m pytest -rA -p no:cacheprovider`` outside any sandbox, on a clone of the
@@ -115,7 +116,7 @@ async def steps(grader: RepoGrader, task: RepoTask) -> dict[str, float]:
         assert floor.exit_code == 0
         out["(python -c pass)"] = lap()
         _, collect = launch(task, env, rootdir, inifile)
-        collect["args"] = [*collect["args"], "--collect-only", "-q"]
+        collect = {**collect, "args": [*collect["args"], "--collect-only", "-q"], "byte_code": "pristine"}
         await session.exec(command, timeout_s=600, stdin=json.dumps(collect).encode())
         out["(launcher --collect-only)"] = lap()
         py = shlex.quote(str(env / "bin" / "python"))
