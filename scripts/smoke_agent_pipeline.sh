@@ -14,14 +14,15 @@
 # tasks.jsonl of `coderl data swe-smith` / `synth` / `swe-bench` and its --repos dir: the first
 # SMOKE_AGENT_TASKS of those rows instead of the builtin train split), SMOKE_SFT_VARIANTS (6),
 # SMOKE_RL_STEPS (3), SMOKE_SFT_MAX_LENGTH, SMOKE_AGENT_MAX_PROMPT, SMOKE_AGENT_MAX_RESPONSE (the
-# builtin tasks' 2048, 1536, 1024), SMOKE_NICE (10), CODERL_CACHE (snapshots and task environments),
+# builtin tasks' 2048, 1536, 1024), SMOKE_SFT_LR (3e-3), SMOKE_SFT_BATCH (4: SFT rows per step; the
+# mix has 2 per sed episode, so with SMOKE_SFT_VARIANTS=2 it is 2), SMOKE_NICE (10), CODERL_CACHE (snapshots and task environments),
 # SMOKE_FAULT_RATE (0: off; e.g. 0.2: after RL, one more GRPO step from the SFT model with the
 # sandboxes on a `coderl serve` session service behind a fault proxy, scripts/smoke_agent_remote_step.sh
 # into RUN/remote-step: this run's own episodes and grading use in-process sandboxes, with no service
 # to put a fault in front of).
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
-case "${1:-}" in -h|--help) sed -n '2,21p' "$0"; exit 0 ;; esac
+case "${1:-}" in -h|--help) sed -n '2,22p' "$0"; exit 0 ;; esac
 # The tasks' source, for `coderl data swe` (--source) and `coderl data swe-sft` (--tasks): the builtin
 # train split, or the given rows with their repositories.
 if [ -n "${SMOKE_AGENT_ROWS:-}${SMOKE_AGENT_REPOS:-}" ]; then
@@ -73,7 +74,8 @@ stage data bash -c "
 # SFT warm-up on those rows; MAX_LENGTH 2048 (SMOKE_SFT_MAX_LENGTH): a whole gold episode is 1600-1987
 # tokens of the cut tokenizer (a builtin task's). SFT is the only process running, so it gets both cores' math threads.
 stage sft env MODEL_PATH="$RUN/model" TRAIN_FILES="$RUN/data/sft/train.parquet" VAL_FILES="$RUN/data/sft/validation.parquet" \
-  OUTPUT_DIR="$RUN/sft" EXPERIMENT=agent-smoke-sft BATCH=4 MICRO_BATCH=4 MAX_LENGTH="${SMOKE_SFT_MAX_LENGTH:-2048}" LR=3e-3 EPOCHS="${SMOKE_SFT_EPOCHS:-80}" \
+  OUTPUT_DIR="$RUN/sft" EXPERIMENT=agent-smoke-sft BATCH="${SMOKE_SFT_BATCH:-4}" MICRO_BATCH="${SMOKE_SFT_BATCH:-4}" \
+  MAX_LENGTH="${SMOKE_SFT_MAX_LENGTH:-2048}" LR="${SMOKE_SFT_LR:-3e-3}" EPOCHS="${SMOKE_SFT_EPOCHS:-80}" \
   OMP_NUM_THREADS=2 bash "$SCRIPTS/run_toolcall_sft.sh" "${SMOKE_SFT_OVERRIDES[@]}"
 SFT_CKPT="$(find "$RUN/sft" -maxdepth 1 -type d -name 'global_step_*' | sort -V | tail -n 1)"
 stage merge_sft bash "$SCRIPTS/merge_checkpoint.sh" "$SFT_CKPT" "$RUN/sft/merged"
