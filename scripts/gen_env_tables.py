@@ -53,9 +53,10 @@ def translate(repo: str, spec: dict, reqs_paths: dict[str, list[str]]) -> dict:
         not_run.append("packages: environment.yml (a conda environment; its pip_packages are installed)")
     elif packages:
         # conda names, the same on PyPI; one that pip_packages pins is left to the pin (SWE-bench's pip step
-        # installs over the conda one)
+        # installs over the conda one). The string is a shell command's arguments: quoted ones
+        # ('numpy==1.19.2', scikit-learn 1.3+) are unquoted as the shell does (uv refuses the quotes)
         pinned = {re.split(r"[<>=!~\[; ]", p, maxsplit=1)[0].lower() for p in entry["requirements"]}
-        entry["requirements"] = [*(p for p in packages.split() if p.lower() not in pinned), *entry["requirements"]]
+        entry["requirements"] = [*(p for p in shlex.split(packages) if p.lower() not in pinned), *entry["requirements"]]
     for step in spec.get("pre_install", []):
         if _SYSTEM_STEP.search(step):
             not_run.append(f"pre_install: {step}")

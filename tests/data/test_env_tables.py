@@ -61,3 +61,30 @@ def test_the_first_requirement_file_the_rows_tree_has():
     assert spec({"requirements_test.txt"}).requirement_files == ("requirements_test.txt",)
     assert spec(set()).requirement_files == ()
     assert table_spec("nobody/nothing", "1.0", source="", resolved_at="") is None
+
+
+def test_requirements_are_the_shells_words_unquoted():
+    """SWE-bench's conda ``packages`` is a shell command's arguments: scikit-learn 1.3+ quote theirs
+    ('numpy==1.19.2'), which uv refuses (scripts/gen_env_tables.py unquotes them as the shell does)."""
+    for repo, versions in env_tables().items():
+        for version, entry in versions.items():
+            assert not [r for r in entry.get("requirements", []) if r[:1] in ("'", '"')], (repo, version)
+
+
+def test_compiled_projects_are_built_as_swe_bench_builds_them():
+    """Issue 45 item 3: scikit-learn built against its installed numpy (no build isolation), on a
+    Python the grader's launcher runs on, from wheels PyPI has; astropy's and matplotlib's
+    setuptools_scm given a version; matplotlib's downloads (qhull, FreeType) replaced by the host's."""
+    old = table_spec("scikit-learn/scikit-learn", "0.20", source="", resolved_at="2018-01-19T00:00:00Z")
+    assert old.python == "3.8" and old.resolved_at == "2021-06-01T00:00:00Z"
+    assert dict(old.build_env) == {"UV_NO_BUILD_ISOLATION": "1", "SETUPTOOLS_USE_DISTUTILS": "stdlib"}
+    assert "atomicwrites==1.4.1" not in old.requirements  # the date rules see the overlay's date
+    new = table_spec("scikit-learn/scikit-learn", "1.3", source="", resolved_at="2023-02-08T00:00:00Z")
+    assert {"numpy==1.19.3", "scipy==1.5.4", "cython==3.0.10"} <= set(new.requirements)
+    assert "numpy==1.19.2" not in new.requirements and dict(new.build_env) == {"UV_NO_BUILD_ISOLATION": "1"}
+    astropy = table_spec("astropy/astropy", "5.1", source="", resolved_at="2023-02-06T00:00:00Z")
+    assert dict(astropy.build_env) == {"SETUPTOOLS_SCM_PRETEND_VERSION": "5.1.0"}
+    mpl = table_spec("matplotlib/matplotlib", "3.7", source="", resolved_at="2023-02-23T00:00:00Z")
+    assert not any("QHULL" in s or "wget" in s for s in mpl.pre_install)
+    assert any("system_qhull = true" in s for s in mpl.pre_install)
+    assert dict(mpl.build_env) == {"SETUPTOOLS_SCM_PRETEND_VERSION": "3.7.0"}

@@ -104,3 +104,21 @@ def test_attack_is_not_resolved(redteam, attack):
     if attack.id in ALSO_TAMPERED and result.status == "tampered":
         attack = dataclasses.replace(attack, expected="tampered")
     assert_attack_fails(result, attack)
+
+
+def test_a_project_whose_warnings_are_errors_runs_with_its_environments_plugins(plugin_env, tmp_path):
+    """The environment's plugins are named with ``-p`` (autoload is off), so pytest-xdist's
+    ``xdist.looponfail`` imports ``xdist.plugin`` before pytest can mark it for assertion rewriting.
+    pytest warns; under a project's ``filterwarnings = error`` (astropy) that warning failed every
+    run before any test (exit 70, the gold patch unresolved): the launcher ignores that one warning."""
+    # errors but for the plugins' own deprecations and unknown-option notes (a config-time warning
+    # each, in one environment or the other)
+    errors = 'filterwarnings = ["error", "ignore::DeprecationWarning", "ignore::pytest.PytestConfigWarning"]\n'
+    base = {**PLUGGED, "pyproject.toml": PLUGGED["pyproject.toml"] + errors}
+    sha, gold = make_repo(tmp_path / "repos", "plugged", base, PLUGGED_FIX)
+    f = "tests/test_plugged.py"
+    task = RepoTask(instance_id="redteam__plugged-2", repo="redteam/plugged", base_commit=sha, problem_statement="",
+                    fail_to_pass=(f"{f}::test_add",), pass_to_pass=(f"{f}::test_mocker",), gold_patch=gold,
+                    test_files=(f, "tests/__snapshots__/test_plugged.ambr"), env=plugin_env)
+    [gold_result] = grade_all(tmp_path, [(task, gold)])
+    assert_golds_resolve([gold_result])

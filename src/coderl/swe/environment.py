@@ -46,6 +46,7 @@ from coderl.errors import EnvBuildError
 from coderl.sandbox.build_box import run_boxed
 from coderl.sandbox.pythonenv import sandbox_python
 from coderl.sandbox.session import REPO
+from coderl.swe import build_products
 from coderl.swe.interpreters import find_python
 from coderl.swe.request_rows import check_untrusted_spec
 from coderl.swe.store import snapshot_path
@@ -77,6 +78,7 @@ def build_env(spec: EnvSpec, cache_dir: Path, *, find_links: Path | None = None)
     (``spec.trusted`` False) is checked again here, whoever calls: it never brings a shell step."""
     if not spec.trusted:
         check_untrusted_spec(spec)
+    cache_dir = cache_dir.absolute()  # the sandbox binds the environment at its host path: never a relative one
 
     def build(dest: Path) -> str:
         if spec.python:
@@ -95,7 +97,11 @@ def build_env(spec: EnvSpec, cache_dir: Path, *, find_links: Path | None = None)
         return json.dumps(spec.to_dict())  # the marker says what the environment was built from
 
     key = resolution_key(spec, cache_dir, find_links) if spec.python else env_key(spec, find_links)
-    return ready_once(cache_dir / "envs" / key, build)
+    env = ready_once(cache_dir / "envs" / key, build)
+    if spec.python and spec.source:  # a compiled project's modules, into the tree its sessions see
+        repo, _, commit = spec.source.partition("@")
+        build_products.place(snapshot_path(cache_dir, repo, commit), env)
+    return env
 
 
 # what an environment is made from besides its packages: the project's packaging files (its
@@ -124,7 +130,7 @@ def resolution_key(spec: EnvSpec, cache_dir: Path, find_links: Path | None = Non
         run_pre_install(spec, src)
         wanted = src / ".coderl-requirements.in"
         wanted.write_text("".join(f"{r}\n" for r in [*spec.requirements, *(f"-r {f}" for f in spec.requirement_files)]))
-        if spec.install:
+        if spec.install and not no_build_isolation(spec):  # else built against the installed packages
             with wanted.open("a") as fh:
                 fh.write(f"-e {spec.install}\n")
         args = [uv_binary(), "pip", "compile", "--python", find_python(spec.python), "--no-progress", "--no-header",
@@ -139,6 +145,9 @@ def resolution_key(spec: EnvSpec, cache_dir: Path, find_links: Path | None = Non
         made_of = {"python": find_python(spec.python), "resolution": proc.stdout.replace(str(src), REPO),
                    "packaging": packaging, "install": spec.install, "build_env": dict(spec.build_env),
                    "pythonpath": list(spec.pythonpath), "find_links": str(find_links or ""), "trusted": spec.trusted}
+        compiled = build_products.compiled_sources_digest(src)
+        if compiled:  # its build products are the environment's: shared only by the same compiled sources
+            made_of["compiled_sources"] = compiled
         key = "r" + hashlib.sha256(json.dumps(made_of, sort_keys=True).encode()).hexdigest()[:15]
         tmp = src.with_suffix(".tmp")
         tmp.write_text(json.dumps({"key": key, "spec": spec.to_dict(), **made_of}, indent=1))
@@ -146,6 +155,16 @@ def resolution_key(spec: EnvSpec, cache_dir: Path, find_links: Path | None = Non
         return key
     finally:
         shutil.rmtree(src, ignore_errors=True)
+
+
+def no_build_isolation(spec: EnvSpec) -> bool:
+    """Whether the project is built against the environment's own packages (uv's
+    ``UV_NO_BUILD_ISOLATION`` in the spec's ``build_env``: SWE-bench's ``pip install
+    --no-build-isolation -e .`` of scikit-learn, whose ``setup.py`` imports numpy and whose
+    extension modules must be built against the numpy it runs with). The packages are then
+    installed before the project, and the resolution that keys the environment leaves the project
+    out (its metadata needs them too)."""
+    return dict(spec.build_env).get("UV_NO_BUILD_ISOLATION", "") not in ("", "0", "false")
 
 
 def _build_environ() -> dict[str, str]:
@@ -194,6 +213,8 @@ def _project_env(spec: EnvSpec, dest: Path, cache_dir: Path, find_links: Path | 
         _source_tree(spec, cache_dir, src)
         env = _build_environ()
         run_pre_install(spec, src)
+        compiled = build_products.compiled_sources_digest(src)
+        before = build_products.tree_files(src) if compiled else set()
         python = str(dest / "bin" / "python")
         # byte code compiled as pip does (uv does not by default): the environment is read-only in a
         # session, so without it every process there compiles every module it imports, and the
@@ -201,9 +222,15 @@ def _project_env(spec: EnvSpec, dest: Path, cache_dir: Path, find_links: Path | 
         args = [uv_binary(), "pip", "install", "--python", python, "--no-progress", "--compile-bytecode"]
         args += [*_resolution_args(spec, src, find_links), *spec.requirements,
                  *(a for f in spec.requirement_files for a in ("-r", str(src / f)))]
+        if spec.install and no_build_isolation(spec):  # its build imports them: installed first
+            _run(args, f"install the Python {spec.python} environment's packages", cwd=src,
+                 env={**env, **dict(spec.build_env)})
         if spec.install:
             args += ["-C", "editable_mode=compat", "-e", str(src) + spec.install.removeprefix(".")]
         _run(args, f"install the Python {spec.python} environment", cwd=src, env={**env, **dict(spec.build_env)})
+        if compiled:  # its editable build wrote its extension modules beside their sources, as SWE-bench's
+            # `pip install -e .` does (setuptools' editable_mode, distutils' inplace): kept
+            build_products.keep(src, before, dest)
         lock = subprocess.run([uv_binary(), "pip", "freeze", "--python", python], capture_output=True, text=True,
                               env=env, timeout=120)
         (dest / LOCK).write_text(lock.stdout.replace(str(src), REPO))

@@ -45,7 +45,7 @@ from pathlib import Path
 from coderl.cache import default_cache_dir
 from coderl.errors import SandboxError
 from coderl.sandbox.session import Session, SessionHost, SessionLimits
-from coderl.swe import django_run
+from coderl.swe import build_products, django_run
 from coderl.swe.bytecode import compile_snapshot
 from coderl.swe.django_run import runs_django
 from coderl.swe.environment import EnvBuildError, build_env
@@ -171,6 +171,7 @@ class RepoGrader:
                 if ungradable:
                     return outcome(GradeStatus.SANDBOX_ERROR, ungradable, tests_touched=touched)
                 snapshot, env = await self._built(task)
+                base = {**base, **build_products.blob_ids(env)}  # a compiled project's modules: the base's
                 rootdir, inifile = await asyncio.to_thread(locate_config, env, snapshot, tuple(test_files(task)))
                 command, spec = launch(task, env, rootdir, inifile)
                 restore, decide_run = sorted({*touched, *([inifile] if inifile else [])}), decide

@@ -192,7 +192,8 @@ def run_child(spec: dict, rec_w: int) -> None:
                                    rewrites=rewrites, pristine=pristine, tests=frozenset(spec["protected"]))
         fixed = {name: getattr(plugin, name) for name in reporter.FIXED_ATTRIBUTES}
         sys.addaudithook(plugin.watch)  # for the rest of the process: no code can remove it
-        ret = int(pytest.main([*spec["args"], *(a for p in plugins for a in ("-p", p))], plugins=[plugin]))
+        ret = int(pytest.main([*spec["args"], *_quiet_plugin_order(pytest), *(a for p in plugins for a in ("-p", p))],
+                              plugins=[plugin]))
         send("exit", ret=ret, replaced=plugin.replaced(fixed))  # our own send, not the plugin's
         sys.stdout.flush()
         sys.stderr.flush()
@@ -411,6 +412,18 @@ def _env_plugins(site_packages: str) -> list[str]:
             if ep.group == "pytest11":
                 names.append(ep.value.split(":", 1)[0].strip())
     return sorted(set(names))
+
+
+def _quiet_plugin_order(pytest) -> list[str]:  # type: ignore[no-untyped-def]
+    """pytest's warning that a ``-p`` plugin module was imported before it could be marked for
+    assertion rewriting, ignored. Autoload marks every file of a plugin's distribution first; with
+    ``-p`` names, one entry point's package may import another's module (pytest-xdist:
+    ``xdist.looponfail`` imports ``xdist``, whose ``__init__`` imports ``xdist.plugin``), and a
+    project whose configuration makes warnings errors (astropy: ``filterwarnings = error``) then
+    failed before any test ran. Only that message; pytest before 3.8 has no such category."""
+    if not hasattr(pytest, "PytestAssertRewriteWarning"):
+        return []
+    return ["-W", "ignore:Module already imported so cannot be rewritten:pytest.PytestAssertRewriteWarning"]
 
 
 def _shadows(repo_paths: list[str], blob) -> list[dict]:  # type: ignore[no-untyped-def]
