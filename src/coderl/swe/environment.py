@@ -222,7 +222,10 @@ def _project_env(spec: EnvSpec, dest: Path, cache_dir: Path, find_links: Path | 
         args = [uv_binary(), "pip", "install", "--python", python, "--no-progress", "--compile-bytecode"]
         args += [*_resolution_args(spec, src, find_links), *spec.requirements,
                  *(a for f in spec.requirement_files for a in ("-r", str(src / f)))]
-        if spec.install and no_build_isolation(spec):  # its build imports them: installed first
+        if spec.install and no_build_isolation(spec):  # its build imports them: installed first, with
+            # the build tools pip's own build would bring (setuptools' editable build needs wheel's bdist_wheel)
+            named = {re.split(r"[<>=!~\[; ]", r, maxsplit=1)[0].lower() for r in spec.requirements}
+            args += [tool for tool in _BUILD_TOOLS if tool not in named]
             _run(args, f"install the Python {spec.python} environment's packages", cwd=src,
                  env={**env, **dict(spec.build_env)})
         if spec.install:
