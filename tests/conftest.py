@@ -4,6 +4,7 @@ offline Qwen tokenizer."""
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 
@@ -63,3 +64,24 @@ SANDBOX_IMAGE_MODULES = ("tests/deploy/test_k8s_pod_in_container.py", "tests/doc
 
 def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: item.nodeid.split("::")[0] in SANDBOX_IMAGE_MODULES)
+
+
+# Each tier's time (setup, call and teardown of its tests, in this pytest), printed at the end: CI's run
+# shows what the default suite (`bash scripts/test.sh`, under 15 min) costs inside it (README, CI budget).
+_TIER_TIME: dict[str, list[float]] = {}
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    start = time.monotonic()
+    yield
+    tier = "heavy" if item.get_closest_marker("heavy") else "slow" if item.get_closest_marker("slow") else "default"
+    spent = _TIER_TIME.setdefault(tier, [0, 0.0])
+    spent[0] += 1
+    spent[1] += time.monotonic() - start
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _TIER_TIME:
+        terminalreporter.write_line("time by tier (setup, call, teardown): " + "; ".join(
+            f"{tier} {int(n)} tests {spent / 60:.1f} min" for tier, (n, spent) in sorted(_TIER_TIME.items())))
