@@ -11,7 +11,7 @@ import asyncio
 import dataclasses
 
 from coderl.cache import default_cache_dir
-from coderl.eval.swe_gate import NETWORK, diagnose, gate_record, gate_summary, with_reasons
+from coderl.eval.swe_gate import GATE_LIMITS, NETWORK, diagnose, gate_record, gate_summary, with_reasons
 from coderl.sandbox.session import SessionHost
 from coderl.swe.environment import build_env
 from coderl.swe.grade_status import GradeStatus
@@ -86,3 +86,19 @@ def test_diagnose_gives_each_failing_test_its_own_words_in_the_sandbox(tmp_path)
     assert reasons["test_offline.py::test_wrong"].startswith("FAILED (call): assert") or "AssertionError" in reasons[
         "test_offline.py::test_wrong"], reasons
     assert reasons["test_offline.py::test_skip"] == "SKIPPED: needs pint"
+
+
+def test_a_run_cut_short_is_no_drift_of_the_tests_it_did_not_reach():
+    """seaborn-3407's gold run hit the grader's 600 s limit on a loaded machine: its last 18 tests
+    were missing and had been dropped as drift, the row kept. A cut-short run says so instead, and
+    the gate's runs have SWE-bench's own limit."""
+    gold = GradeResult("r-1", GradeStatus.UNRESOLVED, None, fail_to_pass={"t.py::f": "PASSED", "t.py::g": "PASSED"},
+                       pass_to_pass={"t.py::a": "PASSED", "t.py::b": "missing"}, message="tests timed out", wall_s=1800.4)
+    empty = GradeResult("r-1", GradeStatus.UNRESOLVED, None, fail_to_pass={"t.py::f": "FAILED", "t.py::g": "FAILED"},
+                        pass_to_pass={"t.py::a": "PASSED", "t.py::b": "PASSED"})
+    rec = gate_record(TASK, [gold], [empty])
+    assert rec["category"] == "gold_cut_short" and not rec["kept"] and "tests timed out" in rec["why"]
+    empty_oom = dataclasses.replace(empty, message="out of memory")
+    assert gate_record(TASK, [dataclasses.replace(gold, message="", pass_to_pass={"t.py::a": "PASSED", "t.py::b": "PASSED"})],
+                       [empty_oom])["category"] == "empty_cut_short"
+    assert GATE_LIMITS.exec_s >= 1800 and GATE_LIMITS.episode_s > GATE_LIMITS.exec_s

@@ -10,7 +10,10 @@ statuses, ``p2p_flaky``; a flaky FAIL_TO_PASS test makes the row ``flaky``, not 
 Per instance (``gate.jsonl``, appended as each finishes, so a second run on the same ``--out``
 resumes): the environment (built or why not, seconds), the gold and empty statuses, the dropped
 tests, kept or why not, as a category (``environment``, ``gold_not_resolved``, ``empty_resolves``,
-``flaky``, ``sandbox_error``, ``tampered``, ...) and a message. ``tasks.jsonl``: the kept rows, ready for
+``flaky``, ``sandbox_error``, ``tampered``, ``gold_cut_short``, ...) and a message. Each run has
+SWE-bench's own limit (``GATE_LIMITS``: 1800 s); a run the sandbox cut short (the limit, memory,
+output) makes the row ``gold_cut_short`` / ``empty_cut_short``, never drift of the tests it did not
+reach. ``tasks.jsonl``: the kept rows, ready for
 `coderl eval swe --tasks` and training; ``gate.md``: the table docs/agent.md shows.
 
 A row whose gold patch leaves tests failing (FAIL_TO_PASS, or PASS_TO_PASS it drops) is diagnosed:
@@ -25,6 +28,7 @@ be graded offline; dropped PASS_TO_PASS tests that need it are counted as such.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import re
 import shlex
@@ -37,12 +41,18 @@ from coderl.data.common import read_rows, write_jsonl
 from coderl.errors import BadRequest, CoderlError
 from coderl.eval.swe import read_records
 from coderl.sandbox.session import SessionHost
-from coderl.swe.grader import GradeResult, RepoGrader
+from coderl.swe.grader import DEFAULT_GRADE_LIMITS, GradeResult, RepoGrader
 from coderl.swe.grading_run import test_files
 from coderl.swe.store import RepoStore
 from coderl.swe.task import RepoTask
 
 PASSING = frozenset({"PASSED", "XPASS", "XFAIL"})
+# what the grader says of a run the sandbox ended before it finished (coderl.swe.verdicts.cut_short):
+# the tests it did not reach are missing because of the limit, which says nothing of the row
+CUT_SHORT = ("tests timed out", "out of memory", "the run's records exceeded the output limit")
+# the gate's grading runs: SWE-bench's own limit per instance (1800 s), not an episode's grading one;
+# a test file that takes ten minutes on a loaded machine is no broken row
+GATE_LIMITS = dataclasses.replace(DEFAULT_GRADE_LIMITS, episode_s=2400.0, exec_s=1800.0)
 
 
 def gate_record(task: RepoTask, golds: list[GradeResult], empties: list[GradeResult]) -> dict[str, Any]:
@@ -85,6 +95,11 @@ def gate_record(task: RepoTask, golds: list[GradeResult], empties: list[GradeRes
                 return {**rec, "category": f"{name}_{result.status.value}",
                         "why": f"{name} patch graded {result.status.value}: "
                                f"{(result.message or '; '.join(result.findings))[:300]}"}
+    for name, results in (("gold", golds), ("empty", empties)):
+        for result in results:
+            if result.message.startswith(CUT_SHORT):  # its missing tests are the limit's, not drift
+                return {**rec, "category": f"{name}_cut_short",
+                        "why": f"{name} patch's run cut short: {result.message[:200]} ({result.wall_s:.0f} s)"}
     if f2p_failing:
         return {**rec, "category": "gold_not_resolved", "f2p_failing": f2p_failing,
                 "why": f"FAIL_TO_PASS failing with the gold patch: {_some(f2p_failing)}"}
@@ -239,7 +254,7 @@ async def run_gate(tasks_file: str, repos: Path, out: Path, *, cache_dir: Path, 
     store = RepoStore(repos.resolve(), cache_dir)
     gate = asyncio.Semaphore(concurrency)
     async with SessionHost() as host:
-        grader = RepoGrader(host, store, env_cache=cache_dir, concurrency=concurrency)
+        grader = RepoGrader(host, store, env_cache=cache_dir, concurrency=concurrency, limits=GATE_LIMITS)
 
         async def one(row: dict[str, Any]) -> None:
             task = RepoTask.from_row(row)
