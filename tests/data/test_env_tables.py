@@ -63,6 +63,18 @@ def test_the_first_requirement_file_the_rows_tree_has():
     assert table_spec("nobody/nothing", "1.0", source="", resolved_at="") is None
 
 
+def test_xarray_gets_its_conda_environments_packages_from_pypi():
+    """SWE-bench installs ci/requirements/environment.yml (conda), which the host build does not run:
+    the overlay adds its packages under their PyPI names, or the optional backends' tests skip."""
+    spec = table_spec("pydata/xarray", "0.12", source="", resolved_at="2020-10-06T22:00:41Z")
+    for name in ("pint", "cftime", "bottleneck", "sparse", "netCDF4", "zarr", "numbagg", "matplotlib"):
+        assert name in spec.requirements, name
+    assert "numpy==1.23.0" in spec.requirements and "dask==2022.8.1" in spec.requirements  # SWE-bench's pins kept
+    assert not any(r.startswith(("cartopy", "boto3", "cdms2")) for r in spec.requirements)
+    # early 2020's setup.py has use_scm_version=True and no fallback; the build's tree has no .git
+    assert dict(spec.build_env)["SETUPTOOLS_SCM_PRETEND_VERSION"] == "999"
+
+
 def test_requirements_are_the_shells_words_unquoted():
     """SWE-bench's conda ``packages`` is a shell command's arguments: scikit-learn 1.3+ quote theirs
     ('numpy==1.19.2'), which uv refuses (scripts/gen_env_tables.py unquotes them as the shell does)."""
