@@ -25,6 +25,13 @@ FAULT_RATE = 0.2
 # A real repository's task (h11: a statement of failing tests, a 5 kB source file read back whole):
 # first prompt ~1660 tokens, gold episodes up to ~5500 (its data/swe-sft/report.json).
 REAL_REPO_LENGTHS = {"SMOKE_SFT_MAX_LENGTH": "6144", "SMOKE_AGENT_MAX_PROMPT": "2048", "SMOKE_AGENT_MAX_RESPONSE": "4096"}
+# The smoke recipe on such a task (docs/agent.md, "Trained on"): one sed gold episode (variant 1 of
+# swe-sft's four patterns) and its wrong twin, 2 SFT rows of ~4540 tokens (h11's first fitting row:
+# 4537, padded to 4608; rows are padded to the length, so 6144 cost a third more), the builtin
+# recipe's 80 epochs at 3e-3 (4 rows of that row reached loss 0.011 at step 79; 12 at 1e-2 stalled
+# at ~4.5), two GRPO steps.
+REAL_REPO_RECIPE = {**REAL_REPO_LENGTHS, "SMOKE_SFT_MAX_LENGTH": "4608", "SMOKE_SFT_VARIANTS": "2", "SMOKE_SFT_BATCH": "2",
+                    "SMOKE_RL_STEPS": "2"}
 # Slow: run by .ci/run (CODERL_TEST_ALL=1). Shares the code smoke run's environment (.smoke-venv).
 pytestmark = [pytest.mark.slow, pytest.mark.verl,
               needs((MINI / "bin" / "mini").exists(),
@@ -196,9 +203,12 @@ def test_grpo_on_tasks_built_from_a_real_repository(tmp_path: Path) -> None:
     """Issue 48 item 6: the pipeline on a task set `coderl data synth` built from SWE-smith's h11
     mirror (../shared/data/swe-smith), not the builtin tasks: SMOKE_AGENT_ROWS + SMOKE_AGENT_REPOS,
     the lengths sized for a real repository's statement and file. The stock mini drove every
-    episode, the repository grader scored them, and a step had a gradient. Heavy: an SFT step on
-    the ~4.5k-token h11 episodes took 84-98 s at load 7 (a builtin one 2.6 s quiet), and the
-    recipe needs its 80; CI shows the switch's rows (tests/data/test_swe_smith_tasks.py)."""
+    episode, the repository grader scored them, rewards differed inside the step's group and the
+    step had a gradient. Heavy, and not yet run to completion: the recipe's SFT step on the two
+    ~4.5k-token h11 rows took 150-220 s at load 18-37 (docs/agent.md, "Trained on"; a few seconds
+    on a quiet machine); CI shows the switch's rows
+    (tests/data/test_swe_smith_tasks.py, slow) and the loop's learning on the builtin task
+    (test_grpo_over_the_gateway_learned_from_varied_rewards)."""
     bundle = SHARED / "swe-smith" / "python-hyper__h11.bed0dd4a.bundle"
     cache, synth = tmp_path / "cache", tmp_path / "synth"
     made = subprocess.run([sys.executable, "-m", "coderl.cli", "data", "synth", "--repo", str(bundle), "--commit", "main",
@@ -211,9 +221,12 @@ def test_grpo_on_tasks_built_from_a_real_repository(tmp_path: Path) -> None:
     (tmp_path / "rows.jsonl").write_text(json.dumps(fitting[0]) + "\n")
     run = run_pipeline("smoke_agent_pipeline.sh", tmp_path / "run", {
         "MINI_SWE_AGENT_VENV": str(MINI), "CODERL_CACHE": str(cache), "SMOKE_AGENT_ROWS": str(tmp_path / "rows.jsonl"),
-        "SMOKE_AGENT_REPOS": str(synth / "repos"), **REAL_REPO_LENGTHS}, timeout_s=6600)
+        "SMOKE_AGENT_REPOS": str(synth / "repos"), **REAL_REPO_RECIPE}, timeout_s=6600)
     report = read_report(run)
     steps = report["steps"]
     assert all(s["episodes"] == 8 and s["turns_per_episode"] >= 1 for s in steps.values()), steps
     assert all(s["sandbox_errors"] == 0 for s in steps.values()), steps
+    # the gradient comes from the rewards: no KL or entropy term in this profile, so a group that
+    # scores alike has zero advantage and a step with none differing has grad_norm 0
+    assert sum(s["groups_with_reward_variance"][0] for s in steps.values()) >= 1, {k: s["rewards"] for k, s in steps.items()}
     assert max(report["grad_norm"]) > 0, report["grad_norm"]
