@@ -34,7 +34,6 @@ configuration file and rootdir would this run use", as JSON.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import hmac
 import importlib.util
@@ -51,7 +50,6 @@ RUNNER_NAMES = frozenset({"pytest", "_pytest", "pluggy", "py", "iniconfig", "pac
 WATCHED_PREFIXES = ("pytest", "_pytest", "pluggy", "coderl_grading_reporter", "coderl_grading_rewrites")
 DRAIN_AFTER_EXIT_S = 0.2
 RELAY_POLL_S = 0.02
-RELAY_PIPE_BYTES = 1 << 20
 EXIT_NO_RUNNER = 71  # the environment has no usable pytest: the task's fault, never the agent's
 EXIT_LAUNCHER = 70  # the launcher itself failed (before the run starts: ours; after: the run's)
 
@@ -85,8 +83,6 @@ def main() -> None:
         except OSError:
             protected[rel] = None
     rec_r, rec_w = os.pipe()
-    with contextlib.suppress(OSError):  # over the user's pipe allowance: the default 64 KiB
-        fcntl.fcntl(rec_w, getattr(fcntl, "F_SETPIPE_SZ", 1031), RELAY_PIPE_BYTES)  # named since Python 3.10
     pid = os.fork()
     if pid == 0:
         os.close(rec_r)
@@ -112,7 +108,8 @@ def supervise(pid: int, rec_r: int, protected: dict) -> None:
         if drain_until is not None and time.monotonic() >= drain_until:
             break  # something the child started still holds a pipe: what it writes now is not the run's
         # polled, not woken by each record: a wake-up per record took the CPU from the test process
-        # (1-3 ms a record at load 18); the pipe holds RELAY_PIPE_BYTES meanwhile
+        # (1-3 ms a record at load 18); the pipe (64 KiB, the default: a bigger one counts against the
+        # sandbox user's pipe allowance, shared by every sandbox) holds what comes meanwhile
         time.sleep(RELAY_POLL_S)
         for fd in list(open_fds):
             while True:
