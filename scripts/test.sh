@@ -28,12 +28,16 @@ beside_log="$(mktemp)"
 "$PYTHON" -m pytest -q -p no:cacheprovider -ra "${marker[@]}" "${beside[@]}" >"$beside_log" 2>&1 &
 beside_pid=$!
 trap 'kill "$beside_pid" 2>/dev/null || true' INT TERM
+rest_log="$(mktemp)"
 status=0
-"$PYTHON" -m pytest -q -p no:cacheprovider -ra "${marker[@]}" "${beside[@]/#/--ignore=}" || status=$?
+PYTHONUNBUFFERED=1 "$PYTHON" -m pytest -q -p no:cacheprovider -ra "${marker[@]}" "${beside[@]/#/--ignore=}" 2>&1 |
+  tee "$rest_log" || status=$?
 beside_status=0
 wait "$beside_pid" || beside_status=$?
 echo "== beside the rest: ${beside[*]} (exit $beside_status)"
 cat "$beside_log"
-rm -f "$beside_log"
+# the last line again is the whole suite's: the rest's summary, and the smoke runs' exit
+echo "== the rest (exit $status): $(tail -n 1 "$rest_log"); beside it (exit $beside_status): $(tail -n 1 "$beside_log")"
+rm -f "$beside_log" "$rest_log"
 [ "$status" -ne 0 ] || status=$beside_status
 exit "$status"
