@@ -144,3 +144,22 @@ def test_env_spec_keys():
     assert EnvSpec.from_value(real.to_dict()) == real
     with pytest.raises(Exception, match="need python"):
         EnvSpec.from_value({"install": "."})
+
+
+def test_a_bare_name_two_test_files_define_is_both_tests(tmp_path):
+    """sympy__sympy-12236's PASS_TO_PASS ``test_noncommutative`` is defined in two of its test patch's
+    files; SWE-bench runs both and its log has the name twice: the row holds both tests (it was
+    skipped)."""
+    base, _, gold = make_mirror(tmp_path)
+    other = "sympy/core/tests/test_other.py"
+    second = "\n".join([f"diff --git a/{other} b/{other}", "new file mode 100644", "--- /dev/null", f"+++ b/{other}",
+                        "@@ -0,0 +1,2 @@", "+def test_zero():", "+    assert True", ""])
+    source = tmp_path / "rows.jsonl"
+    source.write_text(json.dumps(row("sympy__sympy-7", base, gold, test_patch=TEST_PATCH + second)) + "\n")
+    out = tmp_path / "out"
+    proc = swe_bench("--rows", str(source), "--repos", str(tmp_path / "repos"), "--out", str(out),
+                     "--cache", str(tmp_path / "cache"))
+    assert proc.returncode == 0, proc.stderr
+    task = json.loads((out / "tasks.jsonl").read_text().splitlines()[0])
+    assert task["FAIL_TO_PASS"] == [f"{TEST_FILE}::test_double"]
+    assert task["PASS_TO_PASS"] == [f"{TEST_FILE}::test_zero", f"{other}::test_zero"]

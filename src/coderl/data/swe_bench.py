@@ -118,7 +118,7 @@ def _serve(row: dict[str, Any], store: RepoStore) -> dict[str, Any]:
     commit = _commit(mirror, task)
     version = str(row.get("version") or "")
     snapshot = store.snapshot(task.repo, commit)
-    f2p, p2p = (tuple(t if django else _node_id(t, task.test_patch, snapshot) for t in ids)
+    f2p, p2p = (tuple(dict.fromkeys(n for t in ids for n in ([t] if django else _node_ids(t, task.test_patch, snapshot))))
                 for ids in (task.fail_to_pass, task.pass_to_pass))
     resolved_at = row_date(row, mirror, commit)
     source = f"{task.repo}@{commit}"
@@ -166,12 +166,14 @@ def _commit(mirror: Path, task: RepoTask) -> str:
     raise Skip(f"neither the base commit {task.base_commit[:12]} nor a tag {task.instance_id} is in the mirror")
 
 
-def _node_id(test: str, test_patch: str, snapshot: Path) -> str:
-    """A pytest node id for ``test``: as it is when it names its file, else the one test file of the
-    test patch that defines a function of that name (in the base tree or in the patch's new lines;
-    read on the host, never applied to the snapshot, whose objects agents see)."""
+def _node_ids(test: str, test_patch: str, snapshot: Path) -> list[str]:
+    """The pytest node ids of ``test``: itself when it names its file, else the test in each test file
+    of the test patch that defines a function of that name (in the base tree or in the patch's new
+    lines; read on the host, never applied to the snapshot, whose objects agents see). A name two
+    of those files define (sympy__sympy-12236's ``test_noncommutative``, in test_partfrac.py and
+    test_polytools.py) is both tests: SWE-bench runs both files and its log has the name twice."""
     if "::" in test or not _BARE_NAME.match(test):
-        return test
+        return [test]
     define = re.compile(rf"^(?:async )?def {re.escape(test)}\(", re.M)
     found = []
     try:
@@ -189,10 +191,9 @@ def _node_id(test: str, test_patch: str, snapshot: Path) -> str:
             base = ""
         if define.search(added) or define.search(base):
             found.append(path)
-    if len(found) != 1:
-        where = "none" if not found else f"{len(found)} ({', '.join(found)})"
-        raise Skip(f"test {test!r} is a bare name defined in {where} of the test patch's files")
-    return f"{found[0]}::{test}"
+    if not found:
+        raise Skip(f"test {test!r} is a bare name defined in none of the test patch's files")
+    return [f"{path}::{test}" for path in found]
 
 
 def _validate_inferred(tasks: list[dict[str, Any]], envs: dict[str, str], store: RepoStore) -> dict[str, dict[str, Any]]:
