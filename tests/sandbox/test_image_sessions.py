@@ -13,12 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from coderl.errors import ImageUnavailable
+from coderl.errors import InvalidTask
 from coderl.sandbox.image_build import reference_of
 from coderl.sandbox.image_rootfs import ImageRoot, unpack
 from coderl.sandbox.image_session import host_python
 from coderl.sandbox.session import GATEWAY_SOCKET, SessionHost, SessionLimits
-from coderl.swe.image_episodes import ImageEpisodes
+from coderl.swe.episodes import LocalEpisodes
+from coderl.swe.task import RepoTask
+from coderl.swe.task_ref import ImageRef, TaskRef
 from tests.helpers.images import DEBIAN, built_image, local_bases
 from tests.helpers.tampered_git import PLANT_HOOK, PWNED, diff_past_tampered_git
 from tests.sandbox.test_sessions import _alive_with
@@ -171,7 +173,7 @@ def test_the_diff_ignores_the_agents_git_and_keeps_links_as_links(image):
 
 
 def test_a_row_whose_image_is_a_dockerfile_runs_as_the_rows_user(tmp_path):
-    """The agent loop's local image episode (`ImageEpisodes`) on a row whose image names a Dockerfile
+    """The agent loop's local image episode (`LocalEpisodes`) on a row whose image names a Dockerfile
     (FROM the local base, COPY only: built once by its content, then unpacked like any image) and whose
     ``image_user`` overrides the image's (root): the harness runs as that user in the image's work dir,
     its change in the diff; a user the image lacks is refused by name."""
@@ -183,20 +185,22 @@ def test_a_row_whose_image_is_a_dockerfile_runs_as_the_rows_user(tmp_path):
     gateway = socket.socket(socket.AF_UNIX)
     gateway.bind(str(tmp_path / "gw.sock"))
     gateway.listen()
-    info = {"image": str(ctx / "Dockerfile"), "image_user": "nobody", "cache_dir": str(tmp_path / "cache")}
+    task = RepoTask(instance_id="dockerfile-row", repo="o/r", base_commit="0" * 40, problem_statement="",
+                    fail_to_pass=("t.py::t",), pass_to_pass=())
 
     def episode(user: str):
+        ref = TaskRef.of_repo_task(task, image=ImageRef(str(ctx / "Dockerfile"), user=user), cache_dir=tmp_path / "cache")
+
         async def body(host):
-            return await ImageEpisodes(host).run_harness({**info, "image_user": user}, "id -un > who.txt; pwd >> who.txt",
-                                                         task="t", gateway_socket=str(tmp_path / "gw.sock"),
-                                                         session_id="s1", model="m", timeout_s=60)
+            return await LocalEpisodes(host, gateway_socket=str(tmp_path / "gw.sock")).run_harness(
+                ref, "id -un > who.txt; pwd >> who.txt", task="t", session_id="s1", model="m", timeout_s=60)
         return run(body)
 
     try:
         result = episode("nobody")
         assert result.exit_code == 0 and "+nobody\n+/work\n" in (result.diff or ""), result
         assert unpack(reference_of(str(ctx)), tmp_path / "cache", pull=False).workdir == "/work"  # built under its tag
-        with pytest.raises(ImageUnavailable, match="user 'agent' is not in its /etc/passwd"):
+        with pytest.raises(InvalidTask, match="user 'agent' is not in its /etc/passwd"):  # the row's fault
             episode("agent")
     finally:
         gateway.close()

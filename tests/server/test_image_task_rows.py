@@ -18,10 +18,11 @@ from coderl.cache import READY
 from coderl.errors import ImageNotPulled, ImageUnavailable, InvalidTask
 from coderl.sandbox.image_build import BUILT_REPOSITORY, DockerfileImage, names_dockerfile, reference_of
 from coderl.sandbox.session import SessionHost, SessionLimits
-from coderl.server.image_tasks import ImageIn, ImageTask, NodeImages
+from coderl.server.image_tasks import ImageIn
 from coderl.server.ray_images import unpack_here
+from coderl.swe.episodes import LocalEpisodes
 from coderl.swe.harbor import HarborTask
-from coderl.swe.image_episodes import remote_task
+from coderl.swe.task_ref import ImageRef, TaskRef
 from tests.helpers.images import ROOT, swe_lite_task
 
 
@@ -61,7 +62,7 @@ def test_the_service_is_sent_the_tag_and_the_user(tmp_path):
     task = swe_lite_task("pallets__flask-4992")
     info = {"task": json.dumps(task.to_row()), "image": str(ctx / "Dockerfile"), "workdir": "/work",
             "image_user": "nobody"}
-    sent = remote_task(info)["image"]
+    sent = TaskRef.from_extra_info(info).to_request()["image"]
     assert sent == {"reference": reference_of(str(ctx)), "python": None, "workdir": "/work", "user": "nobody"}
     assert ImageIn(**sent).user == "nobody" and ImageIn(reference="a/b:1", user="1000:1000").user == "1000:1000"
     for bad in ("-u", "a b", "x:y:z", ""):
@@ -83,17 +84,18 @@ def test_a_node_lacking_a_built_image_or_the_user_says_so(tmp_path, monkeypatch)
     (home / "image.json").write_text(json.dumps({"reference": "registry/t:1", "id": "c" * 64,
                                                  "config": {"WorkingDir": "/work", "User": "nobody"}}))
     (home / READY).write_text("")
-    images = NodeImages(SessionHost(tmp_path / "sessions"), cache)
+    episodes = LocalEpisodes(SessionHost(tmp_path / "sessions"), cache=cache, fetch=False)  # a node
     repo = swe_lite_task("pallets__flask-4992")
 
     async def open_(image: str, user: str | None) -> None:
-        await images.open(ImageTask(repo=repo, image=image, user=user), SessionLimits(), ro_binds=(),
-                          gateway_socket="", gateway_port=0)
+        await episodes.open(TaskRef.of_repo_task(repo, image=ImageRef(image, user=user or "")), env={},
+                            limits=SessionLimits())
 
     built = reference_of(str(_context(tmp_path)))
     with pytest.raises(ImageNotPulled, match=r"built from a row's Dockerfile.*`coderl images pull DOCKERFILE`"):
         asyncio.run(open_(built, None))
     with pytest.raises(InvalidTask, match=r"the task's user: image registry/t:1: user 'agent' is not in its /etc/passwd"):
         asyncio.run(open_("registry/t:1", "agent"))
-    assert images.task(repo.to_row(), ImageIn(reference="registry/t:1", user="agent"), None).user == "agent"
+    asked = ImageIn(reference="registry/t:1", user="agent").model_dump()
+    assert TaskRef.from_request(repo.to_row(), asked, None, harbor_dir=None).image.user == "agent"
     assert not os.path.exists(tmp_path / "sessions")  # refused before a sandbox was made

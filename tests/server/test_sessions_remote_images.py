@@ -25,8 +25,8 @@ from coderl.data.swe import image_row
 from coderl.errors import BadRequest, ImageNotPulled
 from coderl.sandbox.session import SessionLimits
 from coderl.swe.harness import run_in_remote_sandbox
-from coderl.swe.image_episodes import remote_task
 from coderl.swe.task import RepoTask
+from coderl.swe.task_ref import ImageRef, TaskRef
 from tests.helpers.images import DEBIAN, ROOT, swe_bench_image, swe_lite_task
 from tests.helpers.service import running_service
 from tests.swe.test_image_repo_tasks import FIX, INSTANCE, SHORT_TASK
@@ -161,7 +161,8 @@ def test_a_row_whose_image_is_a_dockerfile_is_prebuilt_on_the_node(service, row,
     (ctx / "work").mkdir(parents=True)
     (ctx / "work" / "nonce.txt").write_text(f"{uuid.uuid4().hex}\n")
     (ctx / "Dockerfile").write_text(f"FROM {DEBIAN}\nCOPY work /work\nWORKDIR /work\n")
-    image = remote_task({"task": json.dumps(row), "image": str(ctx / "Dockerfile"), "image_user": "nobody"})["image"]
+    ref = TaskRef.of_repo_task(RepoTask.from_row(row), image=ImageRef(str(ctx / "Dockerfile"), user="nobody"))
+    image = ref.to_request()["image"]
     assert image["reference"].startswith("localhost/coderl-build/ctx:"), image
 
     async def open_as(user: str) -> str:

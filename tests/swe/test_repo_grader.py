@@ -115,9 +115,10 @@ def test_apply_failures_are_the_agents_and_infrastructure_failures_are_not(task_
     assert (env_r.status, env_r.reward) == ("sandbox_error", None) and "coderl-no-such-package" in env_r.message
 
 
-def test_episode_graders_grade_from_a_data_swe_row(task_set):
+def test_local_episodes_grade_from_a_data_swe_row(task_set):
     from coderl.data.swe import swe_row
-    from coderl.swe.grader import EpisodeGraders
+    from coderl.swe.episodes import LocalEpisodes
+    from coderl.swe.task_ref import TaskRef
 
     root, tasks = task_set
     t = tasks["lru"]
@@ -126,10 +127,9 @@ def test_episode_graders_grade_from_a_data_swe_row(task_set):
 
     async def main():
         async with SessionHost() as host:
-            graders = EpisodeGraders(host)
-            return await asyncio.gather(graders.grade(row["extra_info"], t.gold_patch),
-                                        graders.grade(row["extra_info"], None),
-                                        graders.grade({"instance_id": "x"}, t.gold_patch))
+            episodes, ref = LocalEpisodes(host), TaskRef.from_extra_info(row["extra_info"])
+            return await asyncio.gather(episodes.grade(ref, t.gold_patch), episodes.grade(ref, None),
+                                        episodes.grade(TaskRef.from_extra_info({"instance_id": "x"}), t.gold_patch))
 
     gold, nothing, broken = asyncio.run(main())
     assert (gold.status, nothing.status, broken.status) == ("resolved", "unresolved", "sandbox_error")

@@ -9,7 +9,6 @@ image cannot be built or had is a counted drop (``report.json``). Format: ``code
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +16,8 @@ from coderl.data.common import BuildReport, Drop, convert, write_jsonl, write_pa
 from coderl.errors import BadRequest, ImageUnavailable, InvalidTask
 from coderl.sandbox.image_rootfs import unpack
 from coderl.swe.harbor import HarborTask
+from coderl.swe.task_ref import AGENT_NAME, TaskRef
 
-AGENT_NAME = "coderl_gateway_agent"
 DATA_SOURCE = "coderl/harbor"
 
 
@@ -49,8 +48,7 @@ def harbor_row(task: HarborTask, image: str, cache_dir: Path) -> dict[str, Any]:
         "prompt": [{"role": "user", "content": task.instruction.strip()}],
         "ability": "harbor",
         "reward_model": {"style": "rule", "ground_truth": task.name},
-        "extra_info": {"instance_id": task.name, "harbor_task": json.dumps({**task.to_row(), "image": image}),
-                       "cache_dir": str(cache_dir)},
+        "extra_info": TaskRef.of_harbor(task, image=image, cache_dir=cache_dir).to_extra_info(),
     }
 
 

@@ -7,13 +7,12 @@ or whose environment cannot be built is a counted drop (``report.json``). ``--so
 takes coderl's own task set (built into ``OUT/builtin``). With ``--image TEMPLATE`` the rows name
 each task's image instead (SWE-bench's, SWE-Gym's, SWE-smith's, R2E-Gym's: the repository and its
 environment inside, at ``--workdir``), no mirror needed: the agent loop runs and grades them in the
-image (`coderl.swe.image_episodes`); ``images.txt`` lists the references for ``coderl images pull``.
+image (`coderl.swe.episodes`); ``images.txt`` lists the references for ``coderl images pull``.
 Schema: docs/agent.md, "Repository tasks" and "Tasks in their own images".
 """
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -25,8 +24,8 @@ from coderl.swe.bytecode import compile_snapshot
 from coderl.swe.environment import EnvBuildError, build_env
 from coderl.swe.store import RepoStore, RepoUnavailable
 from coderl.swe.task import InvalidTask, RepoTask
+from coderl.swe.task_ref import AGENT_NAME, ImageRef, TaskRef
 
-AGENT_NAME = "coderl_gateway_agent"
 DATA_SOURCE = "coderl/swe"
 INSTRUCTIONS = ("\n\nThe repository is checked out at {workdir} (a git work tree). Change its code so that the "
                 "issue above is resolved. Do not modify the tests: they are restored before grading.")
@@ -47,7 +46,7 @@ def image_reference(template: str, instance_id: str) -> str:
 
 
 def image_row(task: RepoTask, image: str, python: str, workdir: str, cache_dir: Path, user: str = "") -> dict[str, Any]:
-    """One verl row of a task whose environment is ``image`` (`coderl.swe.image_episodes`'s fields;
+    """One verl row of a task whose environment is ``image`` (`coderl.swe.task_ref`'s fields;
     ``user`` '' = the image's)."""
     return {
         "data_source": DATA_SOURCE,
@@ -55,8 +54,8 @@ def image_row(task: RepoTask, image: str, python: str, workdir: str, cache_dir: 
         "prompt": prompt_of(task, workdir),
         "ability": "swe",
         "reward_model": {"style": "rule", "ground_truth": task.instance_id},
-        "extra_info": {"instance_id": task.instance_id, "task": json.dumps(task.to_row()), "image": image,
-                       "image_python": python, "workdir": workdir, "image_user": user, "cache_dir": str(cache_dir)},
+        "extra_info": TaskRef.of_repo_task(task, image=ImageRef(image, python, workdir, user),
+                                           cache_dir=cache_dir).to_extra_info(),
     }
 
 
@@ -70,9 +69,8 @@ def swe_row(task: RepoTask, snapshot: Path, env_dir: Path | None, repos_dir: Pat
         "prompt": prompt_of(task),
         "ability": "swe",
         "reward_model": {"style": "rule", "ground_truth": task.instance_id},
-        "extra_info": {"instance_id": task.instance_id, "repo_dir": str(snapshot),
-                       "env_dir": str(env_dir) if env_dir else "", "repos_dir": str(repos_dir),
-                       "cache_dir": str(cache_dir), "task": json.dumps(task.to_row())},
+        "extra_info": TaskRef.of_repo_task(task, repo_dir=snapshot, env_dir=env_dir, repos_dir=repos_dir,
+                                           cache_dir=cache_dir).to_extra_info(),
     }
 
 

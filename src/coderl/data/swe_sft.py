@@ -43,9 +43,10 @@ from coderl.errors import BadRequest, RepoUnavailable
 from coderl.swe.patch import split_diff
 from coderl.swe.store import RepoStore, git
 from coderl.swe.task import RepoTask
+from coderl.swe.task_ref import AGENT_NAME
 
 DEFAULT_AGENT_LOOPS = Path(__file__).resolve().parents[3] / "tool_config" / "agent_loop.yaml"
-LOOP_NAME = "coderl_gateway_agent"
+LOOP_NAME = AGENT_NAME
 MODEL_NAME = "coderl-policy"  # what the harness asks the gateway for, as in the agent loop
 
 

@@ -26,9 +26,11 @@ from coderl.data.harbor import task_dirs
 from coderl.errors import BadRequest, DiffUnavailable, InvalidTask, SandboxError
 from coderl.eval.swe import markdown, summarize
 from coderl.sandbox.session import SessionHost
+from coderl.swe.episodes import LocalEpisodes
 from coderl.swe.grade_status import GradeStatus
 from coderl.swe.harbor import HarborTask
-from coderl.swe.harbor_grader import Episode, HarborRunner
+from coderl.swe.harbor_grader import Episode
+from coderl.swe.task_ref import TaskRef
 
 
 @dataclass(frozen=True)
@@ -74,17 +76,19 @@ async def evaluate_harbor(cfg: HarborEvalConfig) -> dict[str, Any]:
     done = _finished(results_path)
     gate = asyncio.Semaphore(cfg.concurrency)
     async with SessionHost() as host:
-        runner = HarborRunner(host, cfg.cache_dir, concurrency=cfg.concurrency)
+        episodes = LocalEpisodes(host, cache=cfg.cache_dir, concurrency=cfg.concurrency,
+                                 gateway_socket=cfg.gateway_socket or "")
 
         async def one(task: HarborTask) -> None:
             async with gate:
+                ref = TaskRef.of_harbor(task, cache_dir=cfg.cache_dir)
                 try:
-                    episode, extra = await _episode(cfg, runner, task)
+                    episode, extra = await _episode(cfg, episodes, ref)
                 except (SandboxError, InvalidTask, DiffUnavailable) as exc:  # the task's image or our sandbox: this task's error only
                     episode, extra = None, {"status": GradeStatus.SANDBOX_ERROR.value, "reward": None, "resolved": False,
                                             "message": f"the episode could not run: {exc}"}
                 try:
-                    graded = (await runner.grade(task, episode.diff, episode.state)).to_dict() if episode else {}
+                    graded = (await episodes.grade(ref, episode.diff, episode.state)).to_dict() if episode else {}
                 finally:
                     if episode is not None:
                         episode.remove()
@@ -104,16 +108,16 @@ async def evaluate_harbor(cfg: HarborEvalConfig) -> dict[str, Any]:
 
 
 
-async def _episode(cfg: HarborEvalConfig, runner: HarborRunner, task: HarborTask) -> tuple[Episode, dict[str, Any]]:
-    """The run's episode on ``task`` (the oracle's, none, or the harness's) and what the record adds."""
+async def _episode(cfg: HarborEvalConfig, episodes: LocalEpisodes, ref: TaskRef) -> tuple[Episode, dict[str, Any]]:
+    """The run's episode on the task (the oracle's, none, or the harness's) and what the record adds."""
     if cfg.oracle:
-        return await runner.oracle(task), {}
+        return await episodes.runner(ref).oracle(ref.harbor_task()), {}
     if cfg.empty:  # the container as the image has it: an empty state is the pristine image
         return Episode(""), {}
     assert cfg.harness is not None and cfg.gateway_socket is not None
-    result = await runner.run_agent(task, cfg.harness, gateway_socket=cfg.gateway_socket,
-                                    session_id=f"harbor-{uuid.uuid4().hex}", model=cfg.model,
-                                    timeout_s=cfg.harness_timeout_s, harness_binds=cfg.harness_binds)
+    result = await episodes.run_harness(ref, cfg.harness, task=ref.harbor_task().instruction,
+                                        session_id=f"harbor-{uuid.uuid4().hex}", model=cfg.model,
+                                        timeout_s=cfg.harness_timeout_s, harness_binds=cfg.harness_binds)
     return Episode(result.diff or "", result.state), {
         "agent_exit_code": result.exit_code, "agent_timed_out": result.timed_out,
         **({"agent_message": result.diff_error} if result.diff_error else {})}

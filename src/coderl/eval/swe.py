@@ -13,7 +13,7 @@ the gateway at ``--gateway-url`` (its TCP listener).
 
 With ``--image TEMPLATE`` (as `coderl data swe --image`) each task's environment is its image
 (SWE-bench's, SWE-Gym's, ...): no ``--repos``; episodes run and diffs are graded in the image
-(`coderl.swe.image_episodes`), here or on the service (which must hold the images: `coderl images pull`).
+(`coderl.swe.episodes`), here or on the service (which must hold the images: `coderl images pull`).
 
 Every graded task is appended to ``results.jsonl`` at once (with the diff), so a second run on the
 same ``--out`` resumes: finished tasks are kept, ``sandbox_error`` ones are tried again. The rate
@@ -36,11 +36,10 @@ from tqdm import tqdm
 from coderl.data.common import read_rows
 from coderl.errors import BadRequest
 from coderl.sandbox.session import SessionHost
+from coderl.swe.episodes import Episodes, LocalEpisodes, RemoteEpisodes
 from coderl.swe.grade_status import GradeStatus
-from coderl.swe.grader import RepoGrader
-from coderl.swe.image_episodes import remote_task
-from coderl.swe.store import RepoStore
 from coderl.swe.task import RepoTask
+from coderl.swe.task_ref import ImageRef, TaskRef
 
 
 @dataclass(frozen=True)
@@ -68,14 +67,15 @@ class SweEvalConfig:
     workdir: str = "/testbed"
     image_user: str = ""  # '' = the image's User
 
-    def image_info(self, task: RepoTask) -> dict[str, Any] | None:
-        """The task's image row fields (`coderl.data.swe.image_row`'s extra_info), None without --image."""
-        from coderl.data.swe import image_reference, image_row
+    def task_ref(self, task: RepoTask, repos: Path | None = None) -> TaskRef:
+        """The task's reference: in its image with --image (as `coderl data swe --image` writes it),
+        else its snapshot from ``repos``."""
+        from coderl.data.swe import image_reference
 
         if self.image is None:
-            return None
-        return image_row(task, image_reference(self.image, task.instance_id), self.image_python, self.workdir,
-                         self.cache_dir, self.image_user)["extra_info"]
+            return TaskRef.of_repo_task(task, repos_dir=repos or "", cache_dir=self.cache_dir)
+        image = ImageRef(image_reference(self.image, task.instance_id), self.image_python, self.workdir, self.image_user)
+        return TaskRef.of_repo_task(task, image=image, cache_dir=self.cache_dir)
 
 
 def load_tasks(cfg: SweEvalConfig) -> tuple[list[RepoTask], Path | None]:
@@ -101,7 +101,7 @@ def load_tasks(cfg: SweEvalConfig) -> tuple[list[RepoTask], Path | None]:
     if not tasks:
         raise BadRequest(f"{cfg.tasks}: no tasks")
     if tasks and cfg.image is not None:
-        cfg.image_info(tasks[0])  # a bad template is the command's error, before any task runs
+        cfg.task_ref(tasks[0])  # a bad template is the command's error, before any task runs
     return tasks, Path(repos).resolve() if repos else None
 
 
@@ -138,41 +138,20 @@ async def evaluate_swe(cfg: SweEvalConfig) -> dict[str, Any]:
     bar = tqdm(total=len(tasks), initial=len(tasks) - len(todo), desc="swe", unit=" tasks")
     gate = asyncio.Semaphore(cfg.concurrency)
     async with contextlib.AsyncExitStack() as stack:
-        client, grader, images = None, None, None
-        sessions = None
-        if cfg.sandbox_url or cfg.sessions_url:  # the service grades: no sandbox on this machine
-            from coderl.client import SandboxClient, SessionService
-
-            client = SandboxClient((cfg.sandbox_url or cfg.sessions_url or "").split(","), timeout_s=3600.0)
-            if cfg.sessions_url:
-                sessions = await stack.enter_async_context(SessionService(cfg.sessions_url))
-        elif repos is None:
-            from coderl.swe.image_episodes import ImageEpisodes
-
-            images = ImageEpisodes(await stack.enter_async_context(SessionHost()))
-        else:
-            host = await stack.enter_async_context(SessionHost())
-            grader = RepoGrader(host, RepoStore(repos, cfg.cache_dir), env_cache=cfg.cache_dir,
-                                find_links=cfg.find_links, concurrency=cfg.concurrency)
+        episodes = await _episodes(cfg, repos, stack)
 
         async def one(task: RepoTask) -> None:
             async with gate:
+                ref = cfg.task_ref(task, repos)
                 if patches is not None:
                     diff, extra = patches.get(task.instance_id), {}
                 else:
-                    diff, extra = await _run_agent(cfg, grader, sessions, task, images)
-                info = cfg.image_info(task)
+                    diff, extra = await _run_agent(cfg, episodes, ref)
                 if diff is None:
                     record = {"instance_id": task.instance_id, "status": GradeStatus.NO_PATCH,
                               "reward": GradeStatus.NO_PATCH.reward, "resolved": False}
-                elif client is not None:
-                    named = remote_task(info) if info else {"task": task.to_row()}
-                    (record,) = await client.grade_swe([{**named, "patch": diff}])
-                elif images is not None and info is not None:
-                    record = (await images.grade(info, diff)).to_dict()
                 else:
-                    assert grader is not None
-                    record = (await grader.grade(task, diff)).to_dict()
+                    record = (await episodes.grade(ref, diff)).to_dict()
                 record = {**record, **extra, "patch": diff}
             with results_path.open("a") as fh:
                 fh.write(json.dumps(record) + "\n")
@@ -183,45 +162,38 @@ async def evaluate_swe(cfg: SweEvalConfig) -> dict[str, Any]:
             await asyncio.gather(*(one(t) for t in todo))
         finally:
             bar.close()
-            if client is not None:
-                await client.aclose()
+            await episodes.aclose()
     summary = summarize([done[t.instance_id] for t in tasks if t.instance_id in done])
     (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True))
     (out / "summary.md").write_text(markdown(summary) + "\n")
     return summary
 
 
-async def _run_agent(cfg: SweEvalConfig, grader: RepoGrader | None, sessions: Any, task: RepoTask,
-                     images: Any = None) -> tuple[str | None, dict[str, Any]]:
-    """The harness on the task in a session sandbox (in its image with --image), here or on the
-    session service (``sessions``); its diff (None when its files make none: graded ``no_patch``,
-    with the reason as ``agent_message``)."""
-    from coderl.data.swe import prompt_of
-    from coderl.swe.harness import run_in_remote_sandbox, run_in_sandbox
+async def _episodes(cfg: SweEvalConfig, repos: Path | None, stack: contextlib.AsyncExitStack) -> Episodes:
+    """Where the run's episodes run and are graded, chosen once: a service (``--sandbox-url``: it
+    grades; ``--sessions-url``: its sessions too), else this machine's sandbox."""
+    if cfg.sandbox_url or cfg.sessions_url:  # the service grades: no sandbox on this machine
+        from coderl.client import SandboxClient, SessionService
 
-    assert cfg.harness is not None
-    info = cfg.image_info(task)
-    prompt = prompt_of(task, cfg.workdir if info else "/repo")[0]["content"]
-    sid = f"swe-{uuid.uuid4().hex}"
-    if sessions is not None:
-        assert cfg.gateway_url is not None
-        named = remote_task(info) if info else {"task": task.to_row()}
-        result = await run_in_remote_sandbox(cfg.harness, sessions=sessions, task_row=named["task"],
-                                             image=named.get("image"), task=prompt, gateway_url=cfg.gateway_url,
-                                             session_id=sid, model=cfg.model, timeout_s=cfg.harness_timeout_s,
-                                             capture_diff=True)
-    elif images is not None and info is not None:
-        assert cfg.gateway_socket is not None
-        result = await images.run_harness(info, cfg.harness, task=prompt, gateway_socket=cfg.gateway_socket,
-                                          session_id=sid, model=cfg.model, timeout_s=cfg.harness_timeout_s,
-                                          harness_binds=cfg.harness_binds)
-    else:
-        assert grader is not None and cfg.gateway_socket is not None
-        snapshot, env = await grader.prepare(task)
-        result = await run_in_sandbox(cfg.harness, host=grader.host, repo_dir=snapshot, task=prompt,
-                                      gateway_socket=cfg.gateway_socket, session_id=sid, model=cfg.model,
-                                      timeout_s=cfg.harness_timeout_s, harness_binds=cfg.harness_binds, env_dir=env,
-                                      capture_diff=True)
+        client = SandboxClient((cfg.sandbox_url or cfg.sessions_url or "").split(","), timeout_s=3600.0)
+        sessions = SessionService(cfg.sessions_url) if cfg.sessions_url else None
+        return RemoteEpisodes(sessions, client, gateway_url=cfg.gateway_url or "")
+    host = await stack.enter_async_context(SessionHost())
+    return LocalEpisodes(host, repos=repos, cache=cfg.cache_dir, find_links=cfg.find_links,
+                         concurrency=cfg.concurrency, gateway_socket=cfg.gateway_socket or "")
+
+
+async def _run_agent(cfg: SweEvalConfig, episodes: Episodes, ref: TaskRef) -> tuple[str | None, dict[str, Any]]:
+    """The harness on the task in a session sandbox (in its image with --image), here or on the
+    session service; its diff (None when its files make none: graded ``no_patch``, with the reason
+    as ``agent_message``)."""
+    from coderl.data.swe import prompt_of
+
+    assert cfg.harness is not None and ref.task is not None
+    prompt = prompt_of(ref.task, cfg.workdir if ref.image else "/repo")[0]["content"]
+    result = await episodes.run_harness(ref, cfg.harness, task=prompt, session_id=f"swe-{uuid.uuid4().hex}",
+                                        model=cfg.model, timeout_s=cfg.harness_timeout_s,
+                                        harness_binds=cfg.harness_binds)
     extra = {"agent_exit_code": result.exit_code, "agent_timed_out": result.timed_out}
     if result.diff_error is not None:
         extra["agent_message"] = result.diff_error

@@ -27,9 +27,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from coderl import __version__
+from coderl.swe.task_ref import AGENT_NAME
 
 SCHEMA_VERSION = "ATIF-v1.7"  # the oldest version with every field used here (tool calls' extra)
-AGENTS = {"agent": "coderl_gateway_agent", "code": "coderl_tool_agent"}  # the verl agent loop that ran it
+AGENTS = {"agent": AGENT_NAME, "code": "coderl_tool_agent"}  # the verl agent loop that ran it
 MAPPED = {"agent": ("turns", "tokens", "tools", "model", "session_id", "commands"),
           "code": ("turns", "prompt", "tool_runs")}
 TOKENS_MAPPED = ("ids", "logprobs", "prompt_ids", "pieces")

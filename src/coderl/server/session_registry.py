@@ -19,7 +19,8 @@ Configuration (environment of `coderl serve`): ``CODERL_SESSIONS_MAX`` (512),
 ``CODERL_SESSION_BINDS`` (``:``-separated host paths bound read-only into every session: the
 harness's own install on this node, e.g. ``/opt/mini-swe-agent``), the
 repository grader's ``CODERL_SWE_REPOS``, ``CODERL_CACHE``, ``CODERL_WHEELHOUSE``,
-``CODERL_SWE_CONCURRENCY``, and ``CODERL_HARBOR_TASKS`` (the Harbor task directories it serves).
+``CODERL_SWE_CONCURRENCY``, and ``CODERL_HARBOR_TASKS`` (the Harbor task directories it serves):
+read once per process (`RegistryConfig`), shared with ``/v1/swe/grade`` (`coderl.server.node`).
 """
 
 from __future__ import annotations
@@ -55,14 +56,12 @@ from coderl.errors import (
 from coderl.sandbox.result import ExecResult
 from coderl.sandbox.session import Session, SessionHost, SessionLimits
 from coderl.server.gateway_relay import GatewayRelay
-from coderl.server.image_tasks import HarborIn, ImageIn, ImageTask, NodeImages
+from coderl.server.image_tasks import HarborIn, ImageIn
 from coderl.server.session_pool import PoolKey, WarmPool
-from coderl.swe.grader import GradeResult, RepoGrader
-from coderl.swe.harbor_grader import HarborResult
+from coderl.swe.episodes import LocalEpisodes
+from coderl.swe.grade_status import GradeResult
 from coderl.swe.harness import SANDBOX_PORT
-from coderl.swe.request_rows import task_from_request
-from coderl.swe.store import RepoStore, git
-from coderl.swe.task import EnvSpec, RepoTask
+from coderl.swe.task_ref import EMPTY, HARBOR, IMAGE, TaskRef
 
 log = logging.getLogger("coderl.server")
 HORIZON_S = 7 * 86400.0  # a sandbox's own budget: the registry enforces each episode's (pooled ones start early)
@@ -83,6 +82,7 @@ class RegistryConfig:
     pool_size: int = 0
     grade_concurrency: int = 2
     ro_binds: tuple[str, ...] = ()  # host paths bound read-only into every session (the harness's install)
+    harbor_dir: Path | None = None  # the Harbor task directories a request may name
 
     @classmethod
     def from_env(cls) -> RegistryConfig:
@@ -97,9 +97,17 @@ class RegistryConfig:
                        lease_s=float(env.get("CODERL_SESSION_LEASE_S", "120")),
                        pool_size=int(env.get("CODERL_SESSION_POOL", "0")),
                        grade_concurrency=int(env.get("CODERL_SWE_CONCURRENCY", "2")),
-                       ro_binds=tuple(p for p in env.get("CODERL_SESSION_BINDS", "").split(":") if p))
+                       ro_binds=tuple(p for p in env.get("CODERL_SESSION_BINDS", "").split(":") if p),
+                       harbor_dir=Path(env["CODERL_HARBOR_TASKS"]) if env.get("CODERL_HARBOR_TASKS") else None)
         except ValueError as exc:
             raise BadRequest(f"session service settings: {exc}") from None
+
+    def episodes(self) -> LocalEpisodes:
+        """The node's episodes and grading (every task kind, one grading bound) on a session host of
+        its own, not started; never pulling or building an image while a request waits."""
+        return LocalEpisodes(SessionHost(base_dir=self.root / "layers"), repos=self.repos, cache=self.cache,
+                             find_links=self.find_links, concurrency=self.grade_concurrency, fetch=False,
+                             harbor_dir=self.harbor_dir)
 
 
 @dataclass
@@ -110,8 +118,7 @@ class Lease:
     token: str
     session: Session
     relay: GatewayRelay
-    task: RepoTask | None
-    image_task: ImageTask | None
+    ref: TaskRef
     limits: SessionLimits
     env: dict[str, str]
     deadline: float
@@ -136,15 +143,14 @@ class Lease:
 
 
 class SessionRegistry:
-    def __init__(self, config: RegistryConfig) -> None:
+    def __init__(self, config: RegistryConfig, episodes: LocalEpisodes | None = None) -> None:
+        """``episodes``: the node's (`coderl.server.node`: one host and grading bound with
+        ``/v1/swe/grade``), else its own on a host it owns."""
         self.config = config
-        self.host = SessionHost(base_dir=config.root / "layers")
+        self._owns_host = episodes is None
+        self.episodes = episodes or config.episodes()
+        self.host = self.episodes.host
         self.relays_dir = config.root / "relays"
-        self.store = RepoStore(config.repos, config.cache) if config.repos else None
-        self.grader = None if self.store is None else RepoGrader(
-            self.host, self.store, env_cache=config.cache, find_links=config.find_links,
-            concurrency=config.grade_concurrency)
-        self.images = NodeImages.from_env(self.host, config.cache)
         self.http = httpx.AsyncClient(timeout=httpx.Timeout(3600.0, connect=10.0),
                                       limits=httpx.Limits(max_connections=None, max_keepalive_connections=64))
         self.pool: WarmPool[Warm] = WarmPool(self._start, self._discard, size=config.pool_size)
@@ -152,8 +158,6 @@ class SessionRegistry:
         self.gone: OrderedDict[str, str] = OrderedDict()
         self.reaped = 0
         self._opening = 0
-        self._prepared: dict[tuple[str, str, EnvSpec, bool], tuple[Path, Path]] = {}
-        self._empty = config.root / "empty"
         self._reaper: asyncio.Task[None] | None = None
 
     # ------------------------------------------------------------------ life
@@ -162,8 +166,6 @@ class SessionRegistry:
         for d in (self.config.root, self.relays_dir):
             d.mkdir(parents=True, exist_ok=True)
             d.chmod(0o755)  # the sandbox's uid reaches its relay socket through these
-        if not (self._empty / ".git").is_dir():
-            await asyncio.to_thread(_empty_repo, self._empty)
         self._reaper = asyncio.ensure_future(self._reap_forever())
 
     async def shutdown(self) -> None:
@@ -173,7 +175,8 @@ class SessionRegistry:
         for lease in list(self.leases.values()):
             await self.close(lease, "the service stopped")
         await self.pool.close()
-        await self.host.close()
+        if self._owns_host:
+            await self.host.close()
         await self.http.aclose()
         shutil.rmtree(self.relays_dir, ignore_errors=True)
 
@@ -190,13 +193,13 @@ class SessionRegistry:
         self._opening += 1
         try:
             t0 = time.monotonic()
-            image_task = self.images.task(task_row, image, harbor)
-            task = image_task.repo if image_task else None if task_row is None else task_from_request(task_row)
+            ref = TaskRef.from_request(task_row, image.model_dump() if image else None,
+                                       harbor.model_dump() if harbor else None, harbor_dir=self.config.harbor_dir)
             warm: Warm | None = None
-            if image_task is not None:
-                session, relay = await self._start_image(image_task, limits)
+            if ref.kind in (IMAGE, HARBOR):
+                session, relay = await self._start_image(ref, limits)
             else:
-                snapshot, env_dir = await self._prepare(task)
+                snapshot, env_dir = await self.episodes.prepare(ref)
                 key = PoolKey(snapshot, env_dir, dataclasses.replace(limits, episode_s=HORIZON_S))
                 warm = self.pool.take(key)
                 session, relay = warm or await self._start(key)
@@ -204,7 +207,7 @@ class SessionRegistry:
                 relay.attach(*gateway)
             now = time.monotonic()
             lease = Lease(id="s-" + secrets.token_hex(12), token=secrets.token_urlsafe(24), session=session,
-                          relay=relay, task=task, image_task=image_task, limits=limits, env=env, deadline=now + limits.episode_s,
+                          relay=relay, ref=ref, limits=limits, env=env, deadline=now + limits.episode_s,
                           lease_s=lease_s or self.config.lease_s, expires=0.0, warm=warm is not None,
                           started_s=now - t0)
             lease.renew()
@@ -217,8 +220,8 @@ class SessionRegistry:
         """Ask the pool to keep sandboxes of this task ready (the snapshot and environment are
         built first, in the background)."""
         async def prepare_then_want() -> None:
-            task = None if task_row is None else task_from_request(task_row)
-            snapshot, env_dir = await self._prepare(task)
+            ref = TaskRef.from_request(task_row, None, None, harbor_dir=None)
+            snapshot, env_dir = await self.episodes.prepare(ref)
             self.pool.want(PoolKey(snapshot, env_dir, dataclasses.replace(limits, episode_s=HORIZON_S)))
 
         return asyncio.ensure_future(prepare_then_want())
@@ -258,22 +261,18 @@ class SessionRegistry:
         return await lease.session.exec(cmd, timeout_s=min(timeout_s or lease.limits.exec_s, remaining), cwd=cwd,
                                         stdin=stdin, env={**lease.env, **env})
 
-    async def grade(self, lease: Lease) -> tuple[str, GradeResult | HarborResult]:
+    async def grade(self, lease: Lease) -> tuple[str, GradeResult]:
         """The session's diff (``finish``), graded against its task in a fresh sandbox (from the
         pristine image for an image-backed task; a Harbor task's verifier on the container the
         session left, unless the task grades its work dir only: once, the same answer after)."""
-        if lease.task is None and lease.image_task is None:
+        if lease.ref.kind == EMPTY:
             raise BadRequest(f"session {lease.id} was opened without a task: there is nothing to grade against")
         diff = await lease.session.finish()
-        harbor = lease.image_task.harbor if lease.image_task is not None else None
-        if lease.image_task is not None and harbor is not None and not harbor.workdir_only:
+        if lease.ref.kind == HARBOR and not lease.ref.harbor_task().workdir_only:
             if lease.graded is None:
-                lease.graded = await self.images.grade(lease.image_task, diff, await lease.session.keep_state())
+                lease.graded = await self.episodes.grade(lease.ref, diff, await lease.session.keep_state())
             return diff, lease.graded
-        if lease.image_task is not None:
-            return diff, await self.images.grade(lease.image_task, diff)
-        assert self.grader is not None and lease.task is not None
-        return diff, await self.grader.grade(lease.task, diff)
+        return diff, await self.episodes.grade(lease.ref, diff)
 
     async def close(self, lease: Lease, reason: str = "closed by its client") -> None:
         if self.leases.pop(lease.id, None) is None:
@@ -286,28 +285,18 @@ class SessionRegistry:
     def stats(self) -> dict[str, Any]:
         return {"open": len(self.leases), "opening": self._opening, "capacity": self.config.capacity,
                 "lease_s": self.config.lease_s, "reaped": self.reaped, "pool": self.pool.stats(),
-                "grades_tasks": self.store is not None, "harbor_tasks": self.images.harbor_dir is not None}
+                "grades_tasks": self.config.repos is not None, "harbor_tasks": self.config.harbor_dir is not None}
 
     # ------------------------------------------------------------------ internals
-    async def _prepare(self, task: RepoTask | None) -> tuple[Path, Path | None]:
-        if task is None:
-            return self._empty, None
-        if self.grader is None:
-            raise BadRequest("this service opens no repository tasks: start it with CODERL_SWE_REPOS set to a "
-                             "directory of git mirrors or tarballs")
-        key = (task.repo, task.base_commit, task.env, task.env.trusted)  # the whole spec, and whose it is
-        if key not in self._prepared:
-            self._prepared[key] = await self.grader.prepare(task)
-        return self._prepared[key]
-
     async def _start(self, key: PoolKey) -> Warm:
         return await self._relayed(lambda relay: self.host.open(
             key.snapshot, limits=key.limits, env_dir=key.env_dir, ro_binds=self.config.ro_binds,
             gateway_socket=str(relay.path), gateway_port=SANDBOX_PORT))
 
-    async def _start_image(self, task: ImageTask, limits: SessionLimits) -> Warm:
-        return await self._relayed(lambda relay: self.images.open(
-            task, limits, ro_binds=self.config.ro_binds, gateway_socket=str(relay.path), gateway_port=SANDBOX_PORT))
+    async def _start_image(self, ref: TaskRef, limits: SessionLimits) -> Warm:
+        return await self._relayed(lambda relay: self.episodes.open(
+            ref, env={}, limits=limits, ro_binds=self.config.ro_binds, gateway_socket=str(relay.path),
+            gateway_port=SANDBOX_PORT))
 
     async def _relayed(self, open_session: Callable[[GatewayRelay], Awaitable[Session]]) -> Warm:
         """A session opened with its own gateway relay (closed again when the open fails)."""
@@ -342,12 +331,3 @@ class SessionRegistry:
                         self.reaped += 1
                     except CoderlError as exc:  # keep reaping the others
                         log.warning("reaping session %s: %s", lease.id, exc)
-
-
-def _empty_repo(path: Path) -> None:
-    """An empty work tree with one commit, for a session without a task (a code problem)."""
-    path.mkdir(parents=True, exist_ok=True)
-    git("init", "-q", str(path))
-    (path / ".gitkeep").write_text("")
-    git("add", "-A", cwd=path)
-    git("commit", "-q", "-m", "empty", cwd=path)

@@ -49,9 +49,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from coderl.errors import BadRequest, TooLarge
 from coderl.sandbox.session import SessionLimits
-from coderl.server.image_tasks import HarborIn, ImageIn, result_wire
+from coderl.server.image_tasks import HarborIn, ImageIn
+from coderl.server.node import close_node, node_of
 from coderl.server.service import service_of
-from coderl.server.session_registry import RegistryConfig, SessionRegistry
+from coderl.server.session_registry import SessionRegistry
 
 router = APIRouter()
 _lock = asyncio.Lock()
@@ -134,22 +135,24 @@ class EditIn(BaseModel):
 
 async def registry_of(request: Request) -> SessionRegistry:
     """The app's session registry, started on first use (a service that never serves sessions
-    mounts nothing and makes no cgroup)."""
+    mounts nothing and makes no cgroup), on the node's one host and grading (`coderl.server.node`)."""
     state = request.app.state
+    node = await node_of(request.app)
     async with _lock:
         if getattr(state, "sessions", None) is None:
-            registry = SessionRegistry(RegistryConfig.from_env())
+            registry = SessionRegistry(node.config, node.episodes)
             await registry.start()
             state.sessions = registry
     return state.sessions  # type: ignore[no-any-return]
 
 
 async def shutdown(app: FastAPI) -> None:
-    """Close every session of the app (the lifespan's end): nothing stays mounted."""
+    """Close every session of the app, then the node's host (the lifespan's end): nothing stays mounted."""
     registry = getattr(app.state, "sessions", None)
     if registry is not None:
         app.state.sessions = None
         await registry.shutdown()
+    await close_node(app)
 
 
 def _token(request: Request) -> str | None:
@@ -252,7 +255,7 @@ async def grade(sid: str, request: Request) -> dict[str, Any]:
     registry = await registry_of(request)
     async with registry.use(sid, _token(request)) as lease:
         diff, result = await registry.grade(lease)
-    return {**service_of(request).meta(), **result_wire(result), "diff": diff}
+    return {**service_of(request).meta(), **result.to_dict(), "diff": diff}
 
 
 @router.post("/v1/sessions/{sid}/renew", summary="Renew the session's lease")

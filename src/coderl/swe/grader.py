@@ -38,18 +38,17 @@ import json
 import shlex
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
-from coderl.cache import default_cache_dir
 from coderl.errors import SandboxError
 from coderl.sandbox.session import Session, SessionHost, SessionLimits
 from coderl.swe import build_products, django_run
 from coderl.swe.bytecode import compile_snapshot
 from coderl.swe.django_run import runs_django
 from coderl.swe.environment import EnvBuildError, build_env
-from coderl.swe.grade_status import GradeStatus
+from coderl.swe.grade_status import GradeResult, GradeStatus
 from coderl.swe.grading_run import (
     INSIDE_DIR,
     base_tree,
@@ -69,31 +68,6 @@ from coderl.swe.verdicts import RunVerdicts, decide
 # so some 15,000 fit (a run whose records are cut is unresolved, never scored on part of them)
 DEFAULT_GRADE_LIMITS = SessionLimits(episode_s=900.0, exec_s=600.0, memory_mb=4096, max_processes=512,
                                      output_kb=16384)
-
-
-@dataclass(frozen=True)
-class GradeResult:
-    """One graded diff. ``fail_to_pass`` / ``pass_to_pass``: test id -> pytest status (``PASSED``,
-    ``FAILED``, ``ERROR``, ``SKIPPED``, ``XFAIL``, ``XPASS``) or ``missing``; ``findings``: why a
-    run is ``tampered``."""
-
-    instance_id: str
-    status: GradeStatus
-    reward: float | None
-    fail_to_pass: dict[str, str] = field(default_factory=dict)
-    pass_to_pass: dict[str, str] = field(default_factory=dict)
-    tests_touched: list[str] = field(default_factory=list)
-    findings: list[str] = field(default_factory=list)
-    message: str = ""
-    log_tail: str = ""
-    wall_s: float = 0.0
-
-    @property
-    def resolved(self) -> bool:
-        return self.status == GradeStatus.RESOLVED
-
-    def to_dict(self) -> dict:
-        return {**self.__dict__, "resolved": self.resolved}
 
 
 Outcome = Callable[..., GradeResult]  # outcome(status, message="", **fields): a result for the task being graded
@@ -130,11 +104,13 @@ class RepoGrader:
     """Grades diffs against repository tasks; ``concurrency`` fresh sandboxes at a time."""
 
     def __init__(self, host: SessionHost, store: RepoStore, *, env_cache: Path, find_links: Path | None = None,
-                 limits: SessionLimits = DEFAULT_GRADE_LIMITS, concurrency: int = 2) -> None:
+                 limits: SessionLimits = DEFAULT_GRADE_LIMITS, concurrency: int = 2,
+                 gate: asyncio.Semaphore | None = None) -> None:
+        """``gate``: a bound shared with other graders (`coderl.swe.episodes`), else ``concurrency`` of its own."""
         self.host, self.store = host, store
         self.env_cache, self.find_links = env_cache, find_links
         self.limits = limits
-        self._gate = asyncio.Semaphore(concurrency)
+        self._gate = gate or asyncio.Semaphore(concurrency)
 
     async def grade_many(self, items: list[tuple[RepoTask, str]]) -> list[GradeResult]:
         return list(await asyncio.gather(*(self.grade(task, diff) for task, diff in items)))
@@ -213,29 +189,3 @@ class RepoGrader:
         return outcome(verdict.status, verdict.message, fail_to_pass=verdict.fail_to_pass,
                        pass_to_pass=verdict.pass_to_pass, findings=verdict.findings, tests_touched=touched,
                        log_tail=run.stderr[-4000:])
-
-
-class EpisodeGraders:
-    """The repository graders an agent-loop worker's episodes share (``score: repo``): one per
-    (repositories dir, cache dir) named by the rows, so each grader's concurrency holds across the
-    worker's episodes. Owned by the worker with the session host it grades on."""
-
-    def __init__(self, host: SessionHost) -> None:
-        self.host = host
-        self._graders: dict[tuple[str, str], RepoGrader] = {}
-
-    async def grade(self, extra_info: dict, diff: str | None) -> GradeResult:
-        """Grade an episode's diff from a `coderl data swe` row's ``extra_info``: the task travels in
-        ``extra_info["task"]``, the repositories and cache in ``repos_dir`` / ``cache_dir``. A row
-        without a readable task is a ``sandbox_error`` (the data's fault, never the agent's); no diff
-        (the harness never got as far) grades as an empty one."""
-        try:
-            task = RepoTask.from_row(json.loads(extra_info["task"]))
-        except (KeyError, TypeError, ValueError, InvalidTask) as exc:
-            return GradeResult(instance_id=str(extra_info.get("instance_id", "")), status=GradeStatus.SANDBOX_ERROR,
-                               reward=GradeStatus.SANDBOX_ERROR.reward, message=f"the row carries no readable task: {exc}")
-        key = (str(extra_info.get("repos_dir", "")), str(extra_info.get("cache_dir", "")))
-        if key not in self._graders:
-            cache = Path(key[1]) if key[1] else default_cache_dir()
-            self._graders[key] = RepoGrader(self.host, RepoStore(Path(key[0]), cache), env_cache=cache)
-        return await self._graders[key].grade(task, diff or "")

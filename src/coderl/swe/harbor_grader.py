@@ -36,7 +36,7 @@ import asyncio
 import json
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from coderl.errors import EditRejected, ImageNotPulled, SandboxError
@@ -45,35 +45,12 @@ from coderl.sandbox.image_rootfs import ImageRoot, unpack, unpacked
 from coderl.sandbox.inside_pyc import PYC_INSIDE
 from coderl.sandbox.result import ExecResult
 from coderl.sandbox.session import EpisodeState, Session, SessionHost, SessionLimits
-from coderl.swe.grade_status import GradeStatus
+from coderl.swe.grade_status import GradeResult, GradeStatus
 from coderl.swe.harbor import AGENT_LOG_DIR, SOLUTION_DIR, TESTS_DIR, VERIFIER_DIR, HarborTask
 from coderl.swe.harness import SANDBOX_PORT, HarnessResult, run_in_session
 from coderl.swe.verifier_tools import state_findings, use_image_loader_cache
 
 _REWARD_BYTES = 1 << 16
-
-
-@dataclass(frozen=True)
-class HarborResult:
-    name: str
-    status: GradeStatus
-    reward: float | None
-    rewards: dict[str, float] = field(default_factory=dict)
-    message: str = ""
-    log_tail: str = ""
-    wall_s: float = 0.0
-    findings: list[str] = field(default_factory=list)  # why a verifier's reward was not taken, or what was tampered with
-    # the episode record's grader fields (shared with repository grading): a verifier names no tests
-    fail_to_pass: dict[str, str] = field(default_factory=dict)
-    pass_to_pass: dict[str, str] = field(default_factory=dict)
-    tests_touched: list[str] = field(default_factory=list)
-
-    @property
-    def resolved(self) -> bool:
-        return self.status == GradeStatus.RESOLVED
-
-    def to_dict(self) -> dict:
-        return {**self.__dict__, "status": self.status.value, "resolved": self.resolved}
 
 
 def parse_reward(text: bytes | None, json_bytes: bytes | None) -> dict[str, float]:
@@ -115,11 +92,12 @@ def scalar(rewards: dict[str, float]) -> float:
 class HarborRunner:
     """Images, episodes and grading of Harbor tasks on one ``SessionHost``."""
 
-    def __init__(self, host: SessionHost, cache_dir: Path, *, concurrency: int = 2, fetch: bool = True) -> None:
+    def __init__(self, host: SessionHost, cache_dir: Path, *, concurrency: int = 2, fetch: bool = True,
+                 gate: asyncio.Semaphore | None = None) -> None:
         """``fetch``: build or pull a task image this machine lacks (False on a service, which
         answers `ImageNotPulled` instead: `coderl images pull TASK_DIR` builds it ahead)."""
         self.host, self.cache_dir, self.fetch = host, cache_dir, fetch
-        self._gate = asyncio.Semaphore(concurrency)
+        self._gate = gate or asyncio.Semaphore(concurrency)  # a bound shared with other graders, when given
 
     async def image(self, task: HarborTask) -> ImageRoot:
         """The task's image, built and unpacked when this machine has not yet (off the event loop)."""
@@ -178,7 +156,7 @@ class HarborRunner:
                                     session_id=session_id, model=model, timeout_s=budget, capture_diff=True,
                                     keep_state=not task.workdir_only)
 
-    async def grade(self, task: HarborTask, diff: str, state: EpisodeState | None = None) -> HarborResult:
+    async def grade(self, task: HarborTask, diff: str, state: EpisodeState | None = None) -> GradeResult:
         """The verifier on the container the episode left (``state``, removed once graded), or, with
         no state or a task that asks for it, on the pristine image with the work dir's ``diff`` applied."""
         t0 = time.monotonic()
@@ -187,12 +165,12 @@ class HarborRunner:
         finally:
             if state is not None:
                 state.remove()
-        return HarborResult(**{**result.__dict__, "wall_s": round(time.monotonic() - t0, 3)})
+        return replace(result, wall_s=round(time.monotonic() - t0, 3))
 
-    async def _grade(self, task: HarborTask, diff: str, state: EpisodeState | None) -> HarborResult:
-        def outcome(status: GradeStatus, message: str = "", reward: float | None = None, **kw: object) -> HarborResult:
-            return HarborResult(name=task.name, status=status, reward=status.reward if reward is None else reward,
-                                message=message, **kw)
+    async def _grade(self, task: HarborTask, diff: str, state: EpisodeState | None) -> GradeResult:
+        def outcome(status: GradeStatus, message: str = "", reward: float | None = None, **kw: object) -> GradeResult:
+            return GradeResult(instance_id=task.name, status=status, reward=status.reward if reward is None else reward,
+                               message=message, **kw)
 
         async with self._gate:
             try:
@@ -263,3 +241,4 @@ async def _read(session: Session, path: str) -> bytes | None:
         return await session.read_file(path, max_bytes=_REWARD_BYTES)
     except EditRejected:  # no such file (or not a regular one)
         return None
+

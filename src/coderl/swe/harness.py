@@ -155,10 +155,11 @@ async def run_in_session(template: str, *, open_session: Callable[[dict[str, str
                          capture_diff: bool = False, keep_state: bool = False) -> HarnessResult:
     """The harness in a session its caller opens (``open_session(env)``, given the harness's
     environment; e.g. an image-backed one, `coderl.swe.harbor_grader.HarborRunner`) over ``workdir``,
-    relayed to the gateway at 127.0.0.1:SANDBOX_PORT as in ``run_in_sandbox``. ``keep_state``: the
+    relayed to the gateway at 127.0.0.1:SANDBOX_PORT as in ``run_in_sandbox`` ('' = the session's own). ``keep_state``: the
     result also carries the episode's filesystem change (a local session's)."""
     values = _values(f"http://127.0.0.1:{SANDBOX_PORT}", session_id, model, f"/tmp/{TASK_FILE}", workdir)
     session = await open_session(_environment(values))
+    values["workdir"] = workdir or session.workdir  # '': the session's own (/repo, or the image's work dir)
     return await _episode(session, template, values, task, timeout_s, capture_diff, keep_state)
 
 

@@ -48,11 +48,11 @@ class ImageRepoGrader:
     """Grades diffs against repository tasks that name an image; ``concurrency`` fresh sandboxes at a time."""
 
     def __init__(self, host: SessionHost, cache_dir: Path, *, limits: SessionLimits = DEFAULT_GRADE_LIMITS,
-                 concurrency: int = 2, pull: bool = True) -> None:
+                 concurrency: int = 2, pull: bool = True, gate: asyncio.Semaphore | None = None) -> None:
         """``pull``: pull an image this machine lacks (False on a service: the cache, else the engine's
         local copy, else `ImageNotPulled`)."""
         self.host, self.cache_dir, self.limits, self.pull = host, cache_dir, limits, pull
-        self._gate = asyncio.Semaphore(concurrency)
+        self._gate = gate or asyncio.Semaphore(concurrency)  # a bound shared with other graders, when given
         self._interpreters: dict[tuple, tuple[str, str, list[str]] | str] = {}
 
     async def grade(self, task: RepoTask, image_ref: str, diff: str, *, python: str = DEFAULT_PYTHON,

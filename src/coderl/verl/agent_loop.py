@@ -21,7 +21,7 @@ demoted to 0). What that drops (earlier branches' turns past their fork) is coun
 
 Scoring (``score`` option): ``code`` - the code reward (`coderl.verl.reward`) of the
 harness's answer: ``solution.py`` in its work dir if it wrote one, else its last assistant message;
-``repo`` - part 2's repository grader (`coderl.swe.grader.EpisodeGraders`) on the episode's diff,
+``repo`` - the episode's grader (`coderl.swe.episodes`: every task kind, here or on the session service) on its diff,
 in a fresh sandbox (rows from ``coderl data swe``: ``extra_info`` names the snapshot and env);
 ``none`` - leave the reward to verl's reward loop. A failure of OUR side (the sandbox did not
 start, the gateway or backend failed, the grader's sandbox did) masks the whole response (nothing
@@ -35,10 +35,8 @@ ever the judge's (``score: code``), ``grade_status`` only the repository grader'
 
 from __future__ import annotations
 
-import json
 import logging
 import shutil
-import subprocess
 import tempfile
 import time
 import uuid
@@ -53,20 +51,17 @@ from verl.experimental.agent_loop.agent_loop import (
     register,
 )
 
-from coderl.errors import CoderlError, ImageUnavailable
+from coderl.errors import CoderlError, InvalidTask
 from coderl.gateway.chat import ChatFormat
 from coderl.gateway.core import SessionConfig
 from coderl.records.agent import record_episode
-from coderl.swe.grade_status import GradeStatus
-from coderl.swe.grader import GradeResult
+from coderl.swe.grade_status import GradeResult, GradeStatus
 from coderl.swe.hack_signals import episode_signals
-from coderl.swe.harbor_grader import HarborResult
-from coderl.swe.harness import HarnessResult, run_in_sandbox, run_on_host
-from coderl.swe.image_episodes import is_image_row, remote_task
+from coderl.swe.harness import HarnessResult, run_on_host
+from coderl.swe.task_ref import AGENT_NAME, TaskRef
 from coderl.verl.episode_worker import EpisodeWorker
 
 logger = logging.getLogger(__name__)
-AGENT_NAME = "coderl_gateway_agent"
 
 class GatewayAgentLoop(AgentLoopBase):
     def __init__(self, *args: Any, command: str = "", placement: str = "sandbox", timeout_s: float = 600.0,
@@ -75,7 +70,7 @@ class GatewayAgentLoop(AgentLoopBase):
                  gateway_url: str = "", gateway_listen: str = "127.0.0.1:0", **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         if not command:
-            raise ValueError("coderl_gateway_agent needs a harness `command` (agent loop YAML)")
+            raise ValueError(f"{AGENT_NAME} needs a harness `command` (agent loop YAML)")
         if placement not in ("sandbox", "host"):
             raise ValueError(f"placement must be sandbox or host, got {placement!r}")
         if score not in ("code", "repo", "none"):
@@ -174,40 +169,27 @@ class GatewayAgentLoop(AgentLoopBase):
         if self.placement == "host":
             return await run_on_host(self.command, workdir=workdir, task=task, gateway_url=worker.http_url,
                                      session_id=sid, model=self.model_name, timeout_s=self.timeout_s, env=self.env)
-        info = kwargs.get("extra_info") or {}
-        if self.sessions_url:  # the row's task by name; the node has its own snapshot, environment, images
-            from coderl.server.ray_sessions import ReplicaSessions
-            from coderl.swe.harness import run_in_remote_sandbox
-
-            named = remote_task(info) if is_image_row(info) else \
-                {"task": json.loads(info["task"]) if info.get("task") else None}
-            async with ReplicaSessions(self.sessions_url.split(",")) as sessions:  # one URL or the replicas'
-                return await run_in_remote_sandbox(
-                    self.command, sessions=sessions, task_row=named.get("task"), image=named.get("image"),
-                    harbor=named.get("harbor"), task=task, gateway_url=self.gateway_url or worker.http_url,
-                    session_id=sid, model=self.model_name, timeout_s=self.timeout_s, env=self.env, capture_diff=True)
-        if is_image_row(info):  # the task's own image: an image-backed session (coderl.swe.image_episodes)
-            return await worker.images.run_harness(info, self.command, task=task, gateway_socket=worker.socket_path,
-                                                   session_id=sid, model=self.model_name, timeout_s=self.timeout_s,
-                                                   harness_binds=self.harness_binds, env=self.env)
-        repo_dir = Path(info["repo_dir"]) if info.get("repo_dir") else _empty_repo(workdir / "repo")
-        env_dir = Path(info["env_dir"]) if info.get("env_dir") else None
-        return await run_in_sandbox(self.command, host=worker.host, repo_dir=repo_dir, task=task, env_dir=env_dir,
-                                    gateway_socket=worker.socket_path, session_id=sid, model=self.model_name,
-                                    timeout_s=self.timeout_s, harness_binds=self.harness_binds, env=self.env,
-                                    capture_diff=True)
+        ref = TaskRef.from_extra_info(kwargs.get("extra_info"))  # InvalidTask: the row's fault, a sandbox_error
+        return await worker.episodes(self.sessions_url, self.gateway_url).run_harness(
+            ref, self.command, task=task, session_id=sid, model=self.model_name, timeout_s=self.timeout_s,
+            env=self.env, harness_binds=self.harness_binds)
 
     async def _score(self, worker: EpisodeWorker, session: Any, workdir: Path, result: HarnessResult | None,
                      kwargs: dict[str, Any]) -> tuple[float, dict[str, Any]]:
         extra_info = dict(kwargs.get("extra_info") or {})
         if self.score == "repo":
             if result is not None and result.diff_error is not None:  # the agent's files made no diff
+                if result.state is not None:
+                    result.state.remove()
                 return 0.0, {"grade_status": GradeStatus.NO_PATCH.value, "acc": 0.0, "sandbox_error": 0}
-            diff = result.diff if result else None
-            graded = self._grade = await (self._grade_remote(extra_info, diff) if self.sessions_url
-                                          else worker.images.grade(extra_info, diff, result.state if result else None)
-                                          if is_image_row(extra_info)
-                                          else worker.graders.grade(extra_info, diff))
+            try:
+                ref = TaskRef.from_extra_info(extra_info)
+            except InvalidTask as exc:
+                graded = GradeResult.sandbox_error(str(extra_info.get("instance_id", "")), str(exc))
+            else:
+                graded = await worker.episodes(self.sessions_url, self.gateway_url).grade(
+                    ref, result.diff if result else None, result.state if result else None)
+            self._grade = graded
             return float(graded.reward or 0.0), {"grade_status": graded.status.value, "acc": float(graded.resolved),
                                                  "sandbox_error": int(graded.status == GradeStatus.SANDBOX_ERROR)}
         from coderl.verl.reward import compute_score
@@ -218,27 +200,6 @@ class GatewayAgentLoop(AgentLoopBase):
                                   **{**self.score_kwargs, "record_dir": ""})  # the episode's record has it
         return float(out["score"]), {"verdict": out.get("verdict", ""), "acc": out.get("acc", 0.0),
                                      "sandbox_error": int(out.get("sandbox_error", 0))}
-
-
-    async def _grade_remote(self, extra_info: dict[str, Any], diff: str | None) -> GradeResult | HarborResult:
-        """The diff graded by the session service (``/v1/swe/grade`` on the sandbox nodes; an image
-        row from the pristine image there, a Harbor row by its verifier)."""
-        from coderl.client import SandboxClient
-
-        instance_id = str(extra_info.get("instance_id", ""))
-        try:
-            named = remote_task(extra_info) if is_image_row(extra_info) else {"task": json.loads(extra_info["task"])}
-        except (KeyError, TypeError, ValueError, ImageUnavailable) as exc:  # e.g. a Dockerfile this machine lacks
-            return GradeResult(instance_id=instance_id, status=GradeStatus.SANDBOX_ERROR,
-                               reward=None, message=f"the row carries no readable task: {exc}")
-        async with SandboxClient(self.sessions_url.split(","), timeout_s=3600.0) as client:
-            (out,) = await client.grade_swe([{**named, "patch": diff or ""}])
-        if "error" in out:
-            return GradeResult(instance_id=instance_id, status=GradeStatus.SANDBOX_ERROR,
-                               reward=None, message=str(out["error"]))
-        kind = HarborResult if "rewards" in out else GradeResult
-        fields = {k: v for k, v in out.items() if k in kind.__dataclass_fields__}
-        return kind(**{**fields, "status": GradeStatus(out["status"])})
 
 
 # A plain @register would replace the YAML's entry (its options: the harness command) with a bare
@@ -275,18 +236,6 @@ def _added_file(diff: str, name: str) -> str | None:
         elif inside and line.startswith("+") and not line.startswith("+++"):
             out.append(line[1:])
     return "\n".join(out) if inside or out else None
-
-
-def _empty_repo(path: Path) -> Path:
-    """A fresh git work tree for a task without a repository (a LiveCodeBench problem)."""
-    path.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["git", "init", "-q", str(path)], check=True)
-    (path / ".gitkeep").write_text("")
-    subprocess.run(["git", "-C", str(path), "-c", "user.name=coderl", "-c", "user.email=coderl@localhost",
-                    "add", "-A"], check=True)
-    subprocess.run(["git", "-C", str(path), "-c", "user.name=coderl", "-c", "user.email=coderl@localhost",
-                    "commit", "-q", "-m", "task"], check=True)
-    return path
 
 
 def check_agent_loops(path: str) -> list[str]:

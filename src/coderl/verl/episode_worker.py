@@ -26,8 +26,7 @@ from coderl.gateway.core import Gateway
 from coderl.gateway.server import Served, serve
 from coderl.sandbox.session import SessionHost
 from coderl.sandbox.stale import left_by_dead_process
-from coderl.swe.grader import EpisodeGraders
-from coderl.swe.image_episodes import ImageEpisodes
+from coderl.swe.episodes import Episodes, LocalEpisodes, RemoteEpisodes
 
 # Kept on the server manager itself: a registry keyed by it would keep it alive (the worker's
 # backend holds it), so neither would ever be collected.
@@ -37,15 +36,16 @@ _PREFIX = "coderl-gateway-"
 
 class EpisodeWorker:
     """One agent-loop worker's gateway (served on a unix socket for sandboxed harnesses and on
-    127.0.0.1 for host ones), session host and graders."""
+    127.0.0.1 for host ones), session host and the episodes it runs and grades (`coderl.swe.episodes`):
+    on this host, or on a session service (one per URL list, made once)."""
 
     def __init__(self, gateway: Gateway, served: Served, socket_dir: Path) -> None:
         self.gateway, self.served, self.socket_dir = gateway, served, socket_dir
         self.socket_path = str(socket_dir / "gateway.sock")
         self.loop = asyncio.get_running_loop()
         self.host = SessionHost()
-        self.graders = EpisodeGraders(self.host)
-        self.images = ImageEpisodes(self.host)  # rows whose task lives in an image (Harbor, SWE-bench images)
+        self.local = LocalEpisodes(self.host, gateway_socket=self.socket_path)  # every task kind, on this host
+        self._remote: dict[tuple[str, str], RemoteEpisodes] = {}
         self.closed = False
 
     @classmethod
@@ -88,6 +88,22 @@ class EpisodeWorker:
             host = node_address()
         return f"http://{host}:{port}"
 
+    def episodes(self, sessions_url: str = "", gateway_url: str = "") -> Episodes:
+        """Where this worker's episodes run and are graded: here, or on the session service at
+        ``sessions_url`` (one URL or a replica list, comma-separated) that reaches the gateway at
+        ``gateway_url`` (default: this worker's TCP listener)."""
+        if not sessions_url:
+            return self.local
+        key = (sessions_url, gateway_url or self.http_url)
+        if key not in self._remote:
+            from coderl.client import SandboxClient
+            from coderl.server.ray_sessions import ReplicaSessions
+
+            urls = sessions_url.split(",")
+            self._remote[key] = RemoteEpisodes(ReplicaSessions(urls), SandboxClient(urls, timeout_s=3600.0),
+                                               gateway_url=key[1])
+        return self._remote[key]
+
     @property
     def last_weights_version(self) -> int | None:
         """The newest policy version the worker's rollout servers reported (verl's global_steps)."""
@@ -99,6 +115,8 @@ class EpisodeWorker:
             return
         self.closed = True
         await self.served.stop()
+        for remote in self._remote.values():
+            await remote.aclose()
         await self.host.close()
         shutil.rmtree(self.socket_dir, ignore_errors=True)
 
