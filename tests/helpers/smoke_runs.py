@@ -13,7 +13,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def run_pipeline(script: str, out: Path, env: dict[str, str], args: tuple[str, ...] = (), timeout_s: int = 3000) -> Path:
+def run_pipeline(script: str, out: Path, env: dict[str, str], args: tuple[str, ...] = (), timeout_s: int = 5400) -> Path:
     """``scripts/<script> [ARGS...] OUT``; fails the test with the script's last output unless it exits 0."""
     proc = subprocess.run(["bash", str(ROOT / "scripts" / script), *args, str(out)], cwd=ROOT, capture_output=True,
                           text=True, timeout=timeout_s, env={**os.environ, **env})
