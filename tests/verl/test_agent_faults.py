@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from coderl.sandbox import isolation
-from coderl.sandbox.session import MAX_DIFF_BYTES
+from coderl.sandbox.session_diffs import MAX_DIFF_BYTES
 from tests.helpers.require import require
 from tests.verl.test_agent_loop import HERE, ScriptedServer, char_ids, run_sandboxed
 

@@ -46,7 +46,6 @@ never scored); the agent's mistakes come back as results (a non-zero exit, ``tim
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import os
 import stat
@@ -58,15 +57,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from coderl.cache import private_dir
-from coderl.errors import BadRequest, DiffUnavailable, EditRejected, IsolationUnavailable, SessionFailure
-from coderl.sandbox import image_session, isolation, overlay, seccomp, upper_changes
+from coderl.errors import BadRequest, EditRejected, IsolationUnavailable, SessionFailure
+from coderl.sandbox import image_session, isolation, overlay, seccomp, session_diffs
 from coderl.sandbox.cgroups import CgroupManager, SlotCgroup
 from coderl.sandbox.frames import encode_frame, read_frame_async
 from coderl.sandbox.image_rootfs import ImageRoot
 from coderl.sandbox.inside_pyc import PYC_INSIDE, compiled_inside
 from coderl.sandbox.pythonenv import venv_base_prefix
 from coderl.sandbox.result import ExecResult
-from coderl.sandbox.spawn import kill_process_group, spawn_in_cgroup
+from coderl.sandbox.spawn import kill_process_group, spawn_in_cgroup, stderr_of
 from coderl.sandbox.wire import oom_kills
 
 REPO = "/repo"
@@ -78,13 +77,7 @@ _GRACE_S = 10.0  # on top of a command's timeout before PID 1 counts as hung
 # cgroup are named by it, and two hosts of one process counting from 0 each collided on both (the
 # agent smoke run: two episodes entering EpisodeWorker.of at once each made a worker and a host).
 _EPISODE_IDS = itertools.count()
-_CAPTURE_TIMEOUT_S = 120.0
-_MAX_ARGV_BYTES = 128 << 10  # the written paths git is not tracking, as arguments of one command
-MAX_DIFF_BYTES = 16 << 20
 _PATH = "/usr/local/bin:/usr/bin:/bin"
-#: the fuzzy fallback after an exact ``git apply`` fails (``SessionHost.apply_diff``): SWE-bench's
-#: ``patch --batch --fuzz=5 -p1``, never reversing a diff, leaving no .orig or .rej files
-APPLY_FALLBACK = "patch --batch --forward --fuzz=5 -p1 --no-backup-if-mismatch --reject-file=-"
 
 
 @dataclass(frozen=True)
@@ -301,7 +294,7 @@ class Session:
             if gateway_port is not None:
                 await self._call({"op": "forward", "port": gateway_port, "socket": GATEWAY_SOCKET}, [], _GRACE_S)
         except (TimeoutError, asyncio.IncompleteReadError, ValueError, SessionFailure) as exc:
-            why = await _stderr_of(proc)
+            why = await stderr_of(proc)
             raise SessionFailure(f"session {self.id} did not start: {why or exc}") from exc
 
     # ------------------------------------------------------------------ internals
@@ -330,16 +323,6 @@ class Session:
             if "error" in reply:
                 raise SessionFailure(f"session {self.id}: {reply['error']}")
             return reply, out
-
-
-async def _stderr_of(proc: asyncio.subprocess.Process | None) -> str:
-    """What bubblewrap (or PID 1) said before it died, for the error message."""
-    if proc is None or proc.stderr is None:
-        return ""
-    with contextlib.suppress(Exception):
-        async with asyncio.timeout(1):
-            return (await proc.stderr.read(2000)).decode("utf-8", "replace").strip()
-    return ""
 
 
 def _check_gateway(gateway_socket: str | None, gateway_port: int | None) -> None:
@@ -492,30 +475,20 @@ class SessionHost:
             raise
 
     async def apply_diff(self, session: Session, diff: str) -> str:
-        """Apply ``diff`` to the session's work tree: '' or why not (git apply's complaint). The one
-        diff-application policy of every task kind (snapshot, image, Harbor; docs/agent.md): ``git
-        apply`` exactly, else SWE-bench's fallback, GNU ``patch --fuzz=5``, with ``--forward`` (a diff
-        that looks reversed or already applied is refused, never applied backwards) and no backup or
-        reject files left in the tree. Our own git and patch, run in a host-root sandbox over that tree
-        (an image need not have either, and its copies are not ours)."""
-        script = ("exec 3>&2 2>/tmp/err; cat > /tmp/change.patch || exit 1; "
-                  "git -c core.hooksPath=/dev/null apply --whitespace=nowarn /tmp/change.patch && exit 0; s=$?; "
-                  f"{APPLY_FALLBACK} -i /tmp/change.patch >/dev/null 2>&1 && exit 0; "
-                  "tail -c 400 /tmp/err >&3; exit $s")
-        env = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CEILING_DIRECTORIES": "/"}
-        argv = self._argv(session.work_tree or session.layer.merged, session.limits, [], [], [], setenv=env,
-                          command=["/bin/sh", "-c", script])
+        """Apply ``diff`` to the session's work tree: '' or why not (``session_diffs.apply``: the one
+        diff-application policy of every task kind)."""
+        return await session_diffs.apply(self, session, diff)
+
+    async def beside(self, session: Session, command: Sequence[str], *, setenv: dict[str, str],
+                     repo_ro: bool = False, pristine_git: Path | None = None) -> asyncio.subprocess.Process:
+        """A fresh, short-lived sandbox running ``command`` over the session's work tree, under the
+        session's boundary and cgroup (the diffs in and out: ``session_diffs``)."""
+        argv = self._argv(session.work_tree or session.layer.merged, session.limits, [], [], [], command=command,
+                          repo_ro=repo_ro, setenv=setenv, pristine_git=pristine_git)
         proc, oom_fd = await self._spawn(argv, session.cgroup)
         if oom_fd is not None:
             os.close(oom_fd)
-        try:
-            async with asyncio.timeout(_CAPTURE_TIMEOUT_S):
-                _, err = await proc.communicate(diff.encode("utf-8", "surrogateescape"))
-        except TimeoutError as exc:
-            raise SessionFailure(f"session {session.id}: applying a diff took over {_CAPTURE_TIMEOUT_S:.0f} s") from exc
-        finally:
-            await kill_process_group(proc)
-        return "" if proc.returncode == 0 else (err.decode("utf-8", "replace").strip() or f"exit {proc.returncode}")
+        return proc
 
     def _argv(self, merged: Path, limits: SessionLimits, env_binds: list[str], ro_binds: Sequence[str],
               binds: list[tuple[str, str, str]], *, command: Sequence[str] | None = None,
@@ -558,71 +531,5 @@ class SessionHost:
 
     async def capture_diff(self, session: Session) -> str:
         """The episode's change against the pristine commit, made by our git in a fresh sandbox
-        (see the module docstring). The episode's processes must be dead already."""
-        pristine = session.pristine_git or session.repo_dir.resolve() / ".git"
-        changed = None if session.layer is None else await asyncio.to_thread(
-            upper_changes.changed_paths, session.layer.upper,
-            str((session.work_tree or session.layer.merged).relative_to(session.layer.merged)))
-        if changed == []:  # the upper layer holds nothing under the work tree: it is the pristine one
-            return ""
-        git = " ".join(["git", "-c", "safe.directory=*", "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null",
-                        "-c", "core.quotePath=true", "-c", "core.excludesFile=/tmp/exclude"])
-        # Only the paths the upper layer holds are compared (upper_changes): the index is HEAD's, and
-        # only the tracked files at, under or above a written path are read again (on stdin,
-        # NUL-separated; a missing one is removed), with the files that git's ignore rules let through
-        # among the written paths it does not track (``ls-files -o`` over those paths alone, given as
-        # literal arguments). No walk of the whole tree: the capture costs the same on any tree.
-        # Unknown (None), or too many written paths for one command line: ``add -A`` of everything.
-        stdin, untracked = b"", []
-        if changed is not None:
-            tracked = await asyncio.to_thread(upper_changes.tracked_paths, str(pristine))
-            top = session.layer.upper / (session.work_tree or session.layer.merged).relative_to(session.layer.merged)
-            stdin, untracked = upper_changes.touched(tracked, changed, bytes(top))
-            if sum(len(p) + 1 for p in untracked) > _MAX_ARGV_BYTES:
-                stdin, untracked, changed = b"", [], None
-        if changed is None:
-            stage = f"{git} add -A"
-        else:
-            listed = f"{git} ls-files -z -o --exclude-standard -- \"$@\" >> /tmp/paths && " if untracked else ""
-            stage = f"{listed}{git} update-index -z --add --remove --stdin < /tmp/paths"
-        script = (
-            # an index without stat data (read-tree): every file compared is compared by content, since
-            # an edit in the second of the checkout that keeps the size would pass a stat check
-            # (git's complaints go to a file: only their tail reaches the pipe, which nobody drains);
-            # byte code is never part of a change (a snapshot holds compiled byte code, untracked)
-            "exec 3>&2 2>/tmp/err; cat > /tmp/paths && printf '__pycache__/\\n*.py[co]\\n' > /tmp/exclude && "
-            f"mkdir -p /tmp/objects && {git} read-tree HEAD && {stage} && "
-            f"{git} diff --cached --binary --no-color --no-ext-diff --no-textconv --no-renames HEAD"
-            " || { s=$?; tail -c 400 /tmp/err >&3; exit $s; }"
-        )
-        env = {"GIT_DIR": "/git", "GIT_WORK_TREE": REPO, "GIT_INDEX_FILE": "/tmp/index",
-               "GIT_OBJECT_DIRECTORY": "/tmp/objects", "GIT_ALTERNATE_OBJECT_DIRECTORIES": "/git/objects",
-               "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_LITERAL_PATHSPECS": "1"}
-        command = ["/bin/sh", "-c", script, "capture", *(os.fsdecode(p) for p in untracked)]
-        argv = self._argv(session.work_tree or session.layer.merged, session.limits, [], [], [], repo_ro=True,
-                          setenv=env, pristine_git=pristine, command=command)
-        proc, oom_fd = await self._spawn(argv, session.cgroup)
-        if oom_fd is not None:
-            os.close(oom_fd)
-        assert proc.stdout is not None and proc.stdin is not None
-        try:
-            async with asyncio.timeout(_CAPTURE_TIMEOUT_S):
-                with contextlib.suppress(OSError, RuntimeError):  # a sandbox gone early: its exit says why
-                    proc.stdin.write(stdin)
-                    await proc.stdin.drain()
-                proc.stdin.close()
-                data = bytearray()  # read(n) returns what has arrived, so the cap is checked per chunk
-                while chunk := await proc.stdout.read(1 << 20):
-                    data += chunk
-                    if len(data) > MAX_DIFF_BYTES:
-                        raise DiffUnavailable(f"the diff is larger than {MAX_DIFF_BYTES >> 20} MiB")
-                code = await proc.wait()
-        except TimeoutError as exc:
-            raise SessionFailure(f"session {session.id}: capturing the diff took over {_CAPTURE_TIMEOUT_S:.0f} s") \
-                from exc
-        finally:
-            await kill_process_group(proc)
-        if code != 0:
-            why = await _stderr_of(proc)
-            raise DiffUnavailable(f"git could not read the episode's files (exit {code}): {why}")
-        return data.decode("utf-8", "surrogateescape")
+        (``session_diffs.capture``; the module docstring). The episode's processes must be dead already."""
+        return await session_diffs.capture(self, session, REPO)

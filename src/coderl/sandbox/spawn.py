@@ -44,3 +44,13 @@ async def kill_process_group(proc: asyncio.subprocess.Process | None) -> None:
         os.killpg(proc.pid, 9)
     with contextlib.suppress(Exception):
         await asyncio.wait_for(proc.wait(), _KILL_WAIT_S)
+
+
+async def stderr_of(proc: asyncio.subprocess.Process | None) -> str:
+    """What bubblewrap (or PID 1) said before it died, for the error message."""
+    if proc is None or proc.stderr is None:
+        return ""
+    with contextlib.suppress(Exception):
+        async with asyncio.timeout(1):
+            return (await proc.stderr.read(2000)).decode("utf-8", "replace").strip()
+    return ""
