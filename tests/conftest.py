@@ -69,6 +69,10 @@ def pytest_collection_modifyitems(config, items):
 # Each tier's time (setup, call and teardown of its tests, in this pytest), printed at the end: CI's run
 # shows what the default suite (`bash scripts/test.sh`, under 15 min) costs inside it (README, CI budget).
 _TIER_TIME: dict[str, list[float]] = {}
+# ... and each test file's, per tier: the 15 dearest files of each tier are printed too, so a CI log says
+# where the time goes (the tier a file's tests are in: a file with slow and default tests has two rows).
+_FILE_TIME: dict[str, dict[str, list[float]]] = {}
+SLOWEST_FILES = 15
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -77,11 +81,19 @@ def pytest_runtest_protocol(item, nextitem):
     yield
     tier = "heavy" if item.get_closest_marker("heavy") else "slow" if item.get_closest_marker("slow") else "default"
     spent = _TIER_TIME.setdefault(tier, [0, 0.0])
+    took = time.monotonic() - start
     spent[0] += 1
-    spent[1] += time.monotonic() - start
+    spent[1] += took
+    in_file = _FILE_TIME.setdefault(tier, {}).setdefault(item.nodeid.split("::")[0], [0, 0.0])
+    in_file[0] += 1
+    in_file[1] += took
 
 
 def pytest_terminal_summary(terminalreporter):
     if _TIER_TIME:
         terminalreporter.write_line("time by tier (setup, call, teardown): " + "; ".join(
             f"{tier} {int(n)} tests {spent / 60:.1f} min" for tier, (n, spent) in sorted(_TIER_TIME.items())))
+    for tier, files in sorted(_FILE_TIME.items()):
+        terminalreporter.write_line(f"the {SLOWEST_FILES} dearest files of the {tier} tier (s, tests):")
+        for path, (n, spent) in sorted(files.items(), key=lambda kv: -kv[1][1])[:SLOWEST_FILES]:
+            terminalreporter.write_line(f"  {spent:7.1f} s {int(n):4d}  {path}")
