@@ -19,10 +19,14 @@
 # SMOKE_FAULT_RATE (0: off; e.g. 0.2: after RL, one more GRPO step from the SFT model with the
 # sandboxes on a `coderl serve` session service behind a fault proxy, scripts/smoke_agent_remote_step.sh
 # into RUN/remote-step: this run's own episodes and grading use in-process sandboxes, with no service
-# to put a fault in front of).
+# to put a fault in front of), SMOKE_FROM (sft, merge_sft or rl: start at that stage in RUN_DIR, whose
+# stages.tsv lists the earlier ones as finished; their outputs and lines are kept, the rest is redone:
+# e.g. a GRPO step with other settings after a long SFT). The tiny model's max_position_embeddings is
+# at least MAX_PROMPT + MAX_RESPONSE (4096 for the builtin tasks): verl's vLLM server takes it as its
+# max_model_len.
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
-case "${1:-}" in -h|--help) sed -n '2,22p' "$0"; exit 0 ;; esac
+case "${1:-}" in -h|--help) sed -n '2,26p' "$0"; exit 0 ;; esac
 # The tasks' source, for `coderl data swe` (--source) and `coderl data swe-sft` (--tasks): the builtin
 # train split, or the given rows with their repositories.
 if [ -n "${SMOKE_AGENT_ROWS:-}${SMOKE_AGENT_REPOS:-}" ]; then
@@ -32,7 +36,20 @@ if [ -n "${SMOKE_AGENT_ROWS:-}${SMOKE_AGENT_REPOS:-}" ]; then
 else
   ROWS="builtin --split train"
 fi
+# SMOKE_FROM: the stages before it are kept (they must have finished in RUN), the rest redone.
+KEPT=()
+case "${SMOKE_FROM:-data}" in
+  data) ;;
+  sft) KEPT=(data) ;;
+  merge_sft) KEPT=(data sft) ;;
+  rl) KEPT=(data sft merge_sft) ;;
+  *) echo "error: SMOKE_FROM must be sft, merge_sft or rl, got $SMOKE_FROM" >&2; exit 2 ;;
+esac
 RUN="$(mkdir -p "${1:-$CODERL_ROOT/outputs/agent-smoke}" && cd "${1:-$CODERL_ROOT/outputs/agent-smoke}" && pwd)"
+for s in "${KEPT[@]}"; do
+  grep -q "^$s"$'\t' "$RUN/stages.tsv" 2>/dev/null || {
+    echo "error: SMOKE_FROM=$SMOKE_FROM needs stage $s finished in $RUN (its stages.tsv)" >&2; exit 2; }
+done
 # Three GRPO steps of 8 episodes: an episode resolves about one time in five here, so the chance
 # that every group of a run scores uniformly (no gradient) is ~0.8^24 = 0.5% (0.8^16 = 3% with two).
 export SMOKE_RL_STEPS="${SMOKE_RL_STEPS:-3}"
@@ -43,10 +60,36 @@ SCRIPTS="$CODERL_ROOT/scripts"
 
 RL_TASKS="${SMOKE_AGENT_TASKS:-1}"
 case "$RL_TASKS" in 1|2|4|8) ;; *) echo "error: SMOKE_AGENT_TASKS must be 1, 2, 4 or 8 (8 episodes per step), got $RL_TASKS" >&2; exit 2 ;; esac
-rm -rf "$RUN"/{data,model,sft,rl,eval,figures,logs,report.json,stages.tsv,view.html,remote-step}
+kept() { local s; for s in "${KEPT[@]}"; do [ "$s" = "$1" ] && return 0; done; return 1; }
+# stage, or for a kept stage a line that says so
+stage_or_kept() { if kept "$1"; then echo "== $1: kept from the earlier run" >&2; else stage "$@"; fi; }
+if [ ${#KEPT[@]} -eq 0 ]; then
+  rm -rf "$RUN"/{data,model,sft,rl,eval,figures,logs,report.json,stages.tsv,view.html,remote-step}
+  : > "$RUN/stages.tsv.kept"
+else
+  kept sft || rm -rf "$RUN/sft"
+  rm -rf "$RUN"/{rl,eval,figures,report.json,view.html,remote-step}
+  grep -E "^($(IFS='|'; echo "${KEPT[*]}"))"$'\t' "$RUN/stages.tsv" > "$RUN/stages.tsv.kept"
+fi
 mkdir -p "$RUN/logs" "$RUN/figures"
-: > "$STAGES"
+mv "$RUN/stages.tsv.kept" "$STAGES"
 stage env setup_env
+# verl's vLLM server takes the model's max_position_embeddings as its max_model_len (and refuses a
+# larger rollout.max_model_len): at least MAX_PROMPT + MAX_RESPONSE, so a real repository's episode
+# (its 2nd request ~4.3k tokens with h11's row) is not cut at 4096. A bound of a RoPE model, not a
+# weight: raising it in config.json changes no computation below the old bound.
+MODEL_POSITIONS=$(( ${SMOKE_AGENT_MAX_PROMPT:-1536} + ${SMOKE_AGENT_MAX_RESPONSE:-1024} ))
+widen_positions() {  # widen_positions MODEL_DIR: max_position_embeddings >= MODEL_POSITIONS
+  "$PYTHON" - "$1/config.json" "$MODEL_POSITIONS" <<'PY'
+import json, sys
+path, need = sys.argv[1], int(sys.argv[2])
+config = json.load(open(path))
+if config.get("max_position_embeddings", 0) < need:
+    config["max_position_embeddings"] = need
+    json.dump(config, open(path, "w"), indent=2)
+PY
+}
+export MODEL_POSITIONS; export -f widen_positions   # the data stage runs it under bash -c
 # the agent-loop YAML's harness for the eval: the same stock mini, options and environment (read with
 # the smoke venv's python, which the env stage has just made: a fresh clone has no .venv)
 HARNESS="$("$PYTHON" - "$CODERL_ROOT/tool_config/agent_loop.yaml" "$MINI_SWE_AGENT_VENV" <<'PY'
@@ -65,24 +108,26 @@ PY
 # opened another task's file), no episode resolved, and GRPO had no reward variance (a run of 2 x 4
 # episodes per step: 0/16 resolved); on one task it learns the episode and samples the gold edit or
 # its wrong twin.
-stage data bash -c "
+stage_or_kept data bash -c "
   coderl data swe --source $ROWS --limit $RL_TASKS --build-envs --out '$RUN/data/swe' &&
   '$PYTHON' -c 'import sys; from pathlib import Path; from coderl.data.qwen_tokenizer import build_tiny_model; build_tiny_model(Path(sys.argv[1]), hidden_size=128, num_heads=2, seed=0, vocab_ranks=8192)' '$RUN/model' &&
+  widen_positions '$RUN/model' &&
   coderl data swe-sft --tasks $ROWS --limit $RL_TASKS --variants ${SMOKE_SFT_VARIANTS:-6} --val-fraction 0 --tokenizer '$RUN/model' --out '$RUN/data/swe-sft' &&
   '$PYTHON' '$SCRIPTS/smoke_agent_sft_mix.py' '$RUN/data/swe-sft' '$RUN/data/sft'"
 
 # SFT warm-up on those rows; MAX_LENGTH 2048 (SMOKE_SFT_MAX_LENGTH): a whole gold episode is 1600-1987
 # tokens of the cut tokenizer (a builtin task's). SFT is the only process running, so it gets both cores' math threads.
-stage sft env MODEL_PATH="$RUN/model" TRAIN_FILES="$RUN/data/sft/train.parquet" VAL_FILES="$RUN/data/sft/validation.parquet" \
+stage_or_kept sft env MODEL_PATH="$RUN/model" TRAIN_FILES="$RUN/data/sft/train.parquet" VAL_FILES="$RUN/data/sft/validation.parquet" \
   OUTPUT_DIR="$RUN/sft" EXPERIMENT=agent-smoke-sft BATCH="${SMOKE_SFT_BATCH:-4}" MICRO_BATCH="${SMOKE_SFT_BATCH:-4}" \
   MAX_LENGTH="${SMOKE_SFT_MAX_LENGTH:-2048}" LR="${SMOKE_SFT_LR:-3e-3}" EPOCHS="${SMOKE_SFT_EPOCHS:-80}" \
   OMP_NUM_THREADS=2 bash "$SCRIPTS/run_toolcall_sft.sh" "${SMOKE_SFT_OVERRIDES[@]}"
 SFT_CKPT="$(find "$RUN/sft" -maxdepth 1 -type d -name 'global_step_*' | sort -V | tail -n 1)"
-stage merge_sft bash "$SCRIPTS/merge_checkpoint.sh" "$SFT_CKPT" "$RUN/sft/merged"
+stage_or_kept merge_sft bash "$SCRIPTS/merge_checkpoint.sh" "$SFT_CKPT" "$RUN/sft/merged"
 
 # GRPO: 8 episodes per step (one group per task: 8 on one task, 2 x 4 on two, ...), the shared
 # settings of scripts/smoke_agent_settings.sh. SFT: 80 epochs of the 4 rows (one step each): at 30 the
 # loss was still 1.2 and every sampled first turn garbled the tool call.
+widen_positions "$RUN/sft/merged"   # a no-op unless the SFT stage was kept from a run with a lower bound
 stage rl env MODEL_PATH="$RUN/sft/merged" TRAIN_FILES="$RUN/data/swe/train.parquet" VAL_FILES="$RUN/data/swe/train.parquet" \
   OUTPUT_DIR="$RUN/rl" EXPERIMENT=agent-smoke-rl TRAIN_BATCH="$RL_TASKS" MINI_BATCH="$RL_TASKS" ROLLOUT_N=$((8 / RL_TASKS)) \
   EPOCHS="$SMOKE_RL_STEPS" SAVE_FREQ=1 "${AGENT_SMOKE_RL[@]}" \

@@ -63,3 +63,18 @@ def test_the_agent_smoke_run_refuses_half_a_task_set_in_one_line(tmp_path, env):
                           env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), **env})
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "SMOKE_AGENT_REPOS" in done.stderr, done.stderr
     assert not (tmp_path / "run").exists()
+
+
+def test_the_agent_smoke_run_starts_at_a_stage_only_after_the_earlier_ones_finished(tmp_path):
+    """SMOKE_FROM=rl keeps a run's data, SFT and merge: it refuses, in one line and deleting nothing,
+    a run whose stages.tsv does not list them all; an unknown stage likewise."""
+    run = tmp_path / "run"
+    (run / "sft").mkdir(parents=True)
+    (run / "sft" / "kept").write_text("")
+    (run / "stages.tsv").write_text("env\t1\ndata\t132\nsft\t2519\n")
+    for stage, says in (("rl", "needs stage merge_sft finished"), ("eval", "must be sft, merge_sft or rl")):
+        done = subprocess.run(["bash", str(ROOT / "scripts" / "smoke_agent_pipeline.sh"), str(run)],
+                              capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                              env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "SMOKE_FROM": stage})
+        assert done.returncode == 2 and done.stderr.count("\n") == 1 and says in done.stderr, done.stderr
+    assert (run / "sft" / "kept").exists() and (run / "stages.tsv").read_text().count("\n") == 3

@@ -204,9 +204,12 @@ def test_grpo_on_tasks_built_from_a_real_repository(tmp_path: Path) -> None:
     mirror (../shared/data/swe-smith), not the builtin tasks: SMOKE_AGENT_ROWS + SMOKE_AGENT_REPOS,
     the lengths sized for a real repository's statement and file. The stock mini drove every
     episode, the repository grader scored them, rewards differed inside the step's group and the
-    step had a gradient. Heavy, and not yet run to completion: the recipe's SFT step on the two
-    ~4.5k-token h11 rows took 150-220 s at load 18-37 (docs/agent.md, "Trained on"; a few seconds
-    on a quiet machine); CI shows the switch's rows
+    step had a gradient. Heavy: run in two parts on the 2-vCPU VM (docs/agent.md, "Trained on"):
+    this recipe's 80-epoch SFT (2,519 s at load ~3-10; steps of 150-220 s at load 18-37), then
+    its GRPO from that SFT (SMOKE_FROM=rl, RL stage 525 s at load 9-27): rewards 2/8 and 3/8
+    resolved, grad_norm 0.109 and 0.136. Needs the tiny model's max_position_embeddings at
+    MAX_PROMPT + MAX_RESPONSE (the pipeline's widen_positions): at 4096 vLLM cut every episode's
+    2nd request (~4.3k tokens), all rewards 0. CI shows the switch's rows
     (tests/data/test_swe_smith_tasks.py, slow) and the loop's learning on the builtin task
     (test_grpo_over_the_gateway_learned_from_varied_rewards)."""
     bundle = SHARED / "swe-smith" / "python-hyper__h11.bed0dd4a.bundle"
