@@ -1,7 +1,8 @@
 """Fixtures the agent tests share: the tiny offline Qwen2 model (``model_dir``) and its tokenizer
 (``tokenizer``: the real Qwen BPE and chat template), built once per machine under coderl's cache by
-coderl.data.qwen_tokenizer. tests/gateway and tests/records take them through their conftest.py; the verl
-modules that need them define their own (tests/verl keeps the suite-wide ``tokenizer``)."""
+coderl.data.qwen_tokenizer. tests/gateway and tests/records take them through their conftest.py;
+tests/verl/conftest.py has the same two as ``tiny_model`` and ``tiny_tokenizer`` (tests/verl keeps the
+suite-wide ``tokenizer``, the full offline Qwen one)."""
 
 from __future__ import annotations
 

@@ -8,7 +8,17 @@ from tests.helpers.service import running_service
 
 @pytest.fixture(scope="session")
 def tiny_model():
+    """The tiny offline Qwen2 model's directory (tests/helpers/tiny_model.py's ``model_dir``)."""
     return build_tiny_model()
+
+
+@pytest.fixture(scope="session")
+def tiny_tokenizer(tiny_model):
+    """The tiny model's own tokenizer (its cut BPE and chat template), once per session; the suite-wide
+    ``tokenizer`` (tests/conftest.py) is the full offline Qwen one."""
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(tiny_model)
 
 
 @pytest.fixture(scope="session")

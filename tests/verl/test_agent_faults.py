@@ -22,19 +22,6 @@ pytestmark = pytest.mark.verl
 
 
 @pytest.fixture(scope="module")
-def model_dir(tiny_model):
-    """The tiny offline Qwen2 model (tests/verl/conftest.py's, as tests/helpers/tiny_model.py names it)."""
-    return tiny_model
-
-
-@pytest.fixture(scope="module")
-def tokenizer(model_dir):
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(model_dir)
-
-
-@pytest.fixture(scope="module")
 def swe_row(tmp_path_factory):
     import pandas as pd
 
@@ -46,8 +33,8 @@ def swe_row(tmp_path_factory):
     return pd.read_parquet(root / "swe" / "train.parquet").iloc[0].to_dict()
 
 
-def run_episode(model_dir, tokenizer, tmp_path, row, command: str, server: ScriptedServer):
-    return run_sandboxed(model_dir, tokenizer, tmp_path, server, command, {"temperature": 1.0}, score="repo",
+def run_episode(tiny_model, tokenizer, tmp_path, row, command: str, server: ScriptedServer):
+    return run_sandboxed(tiny_model, tokenizer, tmp_path, server, command, {"temperature": 1.0}, score="repo",
                          raw_prompt=list(row["prompt"]), data_source=row["data_source"],
                          reward_model=dict(row["reward_model"]), extra_info=dict(row["extra_info"]))
 
@@ -70,10 +57,10 @@ MISDEEDS = {
 
 
 @pytest.mark.parametrize("name", sorted(MISDEEDS))
-def test_a_misbehaving_harness_is_an_outcome(name, model_dir, tokenizer, swe_row, tmp_path):
+def test_a_misbehaving_harness_is_an_outcome(name, tiny_model, tiny_tokenizer, swe_row, tmp_path):
     misdeed, status, error, fields = MISDEEDS[name]
     command = f"{isolation.sandbox_python()} {HERE / 'scripted_agent.py'} && {misdeed}"
-    out = run_episode(model_dir, tokenizer, tmp_path, swe_row, command, one_turn(tokenizer))
+    out = run_episode(tiny_model, tiny_tokenizer, tmp_path, swe_row, command, one_turn(tiny_tokenizer))
     extra = out.extra_fields
     assert (extra["sandbox_error"], extra["grade_status"], out.reward_score) == (0, status, 0.0), extra
     assert "verdict" not in extra, extra  # a judge's word: no judge ran
@@ -82,9 +69,9 @@ def test_a_misbehaving_harness_is_an_outcome(name, model_dir, tokenizer, swe_row
     assert any(out.response_mask), "an outcome of the agent's is trained on (reward 0), never masked"
 
 
-def test_a_harness_that_exits_at_once_is_an_outcome(model_dir, tokenizer, swe_row, tmp_path):
-    server = one_turn(tokenizer)
-    out = run_episode(model_dir, tokenizer, tmp_path, swe_row, "exit 3", server)
+def test_a_harness_that_exits_at_once_is_an_outcome(tiny_model, tiny_tokenizer, swe_row, tmp_path):
+    server = one_turn(tiny_tokenizer)
+    out = run_episode(tiny_model, tiny_tokenizer, tmp_path, swe_row, "exit 3", server)
     extra = out.extra_fields
     assert (extra["sandbox_error"], extra["agent_exit_code"], extra["grade_status"], out.reward_score) == \
         (0, 3, "unresolved", 0.0), extra

@@ -18,24 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.qwen_tokenizer import build_tiny_model
 from tests.helpers.require import needs
 from tests.verl.test_agent_loop import SOLUTION, TASK, TESTS, ScriptedServer, char_ids, config
 
 pytestmark = pytest.mark.verl
-
-
-@pytest.fixture(scope="module")
-def model_dir(tiny_model):
-    """The tiny offline Qwen2 model (tests/verl/conftest.py's, as tests/helpers/tiny_model.py names it)."""
-    return tiny_model
-
-
-@pytest.fixture(scope="module")
-def tokenizer(model_dir):
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(model_dir)
 VENV = os.environ.get("MINI_SWE_AGENT_VENV", "/opt/mini-swe-agent")
 COMMAND = ("{venv}/bin/mini -m openai/{{model}} -t \"$(cat {{task_file}})\" -y --exit-immediately -l 0 "
            "-c mini.yaml -c model.model_kwargs.api_base={{base_url}} -c model.model_kwargs.api_key={{api_key}} "
@@ -53,15 +39,13 @@ def mini_script(tokenizer) -> list[list[int]]:
 
 @needs(bool(VENV) and Path(VENV, "bin", "mini").exists(),
        f"mini-swe-agent is not installed at {VENV} (MINI_SWE_AGENT_VENV): run scripts/install_mini_swe_agent.sh")
-def test_unmodified_mini_swe_agent_in_session_sandbox(tmp_path):
-    from transformers import AutoTokenizer
+def test_unmodified_mini_swe_agent_in_session_sandbox(tiny_model, tiny_tokenizer, tmp_path):
     from verl.experimental.agent_loop.agent_loop import DictConfigWrap, ToolListWrap
     from verl.utils.dataset.rl_dataset import RLHFDataset
 
     from coderl.verl.agent_loop import GatewayAgentLoop
 
-    tiny = build_tiny_model()
-    tokenizer = AutoTokenizer.from_pretrained(tiny)
+    tiny, tokenizer = tiny_model, tiny_tokenizer
     server = ScriptedServer(tokenizer, mini_script(tokenizer))
     command = COMMAND.format(venv=VENV)
     cfg = config(tiny, tmp_path, "sandbox", command, [VENV])
