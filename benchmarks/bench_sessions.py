@@ -45,6 +45,19 @@ change from the episode's upper layer beside the whole-tree comparison it replac
 ``--real-tasks ... --scale IDLE,RUNNING``: IDLE episodes of the first ``--instance`` opened at once and
 left idle, RUNNING more opened beside them, each running the task's PASS_TO_PASS tests at once (open
 p50/p99, peak memory per episode, the machine's available memory; issue 49).
+
+``--issue49``: every figure of issue 49 items 3 and 5 in one run (the lead's quiet-machine command):
+in process, cold open + first command (``true``), sequential p50/p90, for the builtin task, each
+``--instance`` and the ``--image`` task; through a real `coderl serve` with a warm pool (``--pool``,
+refilled before each open), the hand-out (the open request) and open + first command p50/p90 for the
+same tasks; then `bench_grading_phases`'s graded / plain pytest ratios (``--grading`` instances,
+``--repeat`` runs each). The image is unpacked from the engine into ``--image-cache`` (a fresh
+temporary directory by default), never into ``--cache``.
+
+    nice -n 19 python benchmarks/bench_sessions.py --issue49 --real-tasks ROWS/tasks.jsonl --repos DIR
+        --cache DIR --image localhost/coderl-test/sweb.eval.pallets_1776_flask-4992:TAG [--starts 20]
+        [--instance pallets__flask-4992 sympy__sympy-23117] [--image-row pallets__flask-4992]
+        [--grading pallets__flask-4992 sympy__sympy-23117 pylint-dev__astroid-1333] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -432,6 +445,93 @@ async def real_pool(env: dict[str, str], args: argparse.Namespace) -> None:
                           f"{summary(handout)}; open + first command {summary(first)}")
 
 
+def p50_p90(values: list[float]) -> str:
+    return f"p50 {pct(values, 0.5):.1f} ms, p90 {pct(values, 0.9):.1f} ms (n={len(values)})"
+
+
+async def issue49(args: argparse.Namespace) -> None:
+    """Issue 49 items 3 and 5 in one run (see the module's text)."""
+    from unittest import mock
+
+    from coderl.client import SessionService
+    from coderl.data.common import read_rows
+    from coderl.sandbox.image_rootfs import unpacked
+    from coderl.server.launch import running_service
+    from coderl.swe.task import RepoTask
+
+    rows = {r["instance_id"]: r for r in read_rows(args.real_tasks)}
+    for name in [*args.instance, args.image_row, *args.grading]:
+        if name not in rows:
+            raise SystemExit(f"{name} is not in {args.real_tasks}")
+    root = Path(tempfile.mkdtemp(prefix="bench-sessions-"))
+    cache = Path(args.cache).resolve()
+    image_cache = Path(args.image_cache or tempfile.mkdtemp(prefix="bench-image-cache-")).resolve()
+    print(f"load average at start: {os.getloadavg()}; {os.cpu_count()} CPUs")
+    image = await asyncio.to_thread(unpacked, args.image, image_cache)
+    image_label = f"{args.image_row} in its image"
+
+    print("== item 3: cold open + first command (`true`), in process (SessionHost), sequential")
+    async with SessionHost() as host:
+        graders = (RepoGrader(host, RepoStore(root / "repos", root / "cache"), env_cache=default_cache_dir()),
+                   RepoGrader(host, RepoStore(Path(args.repos).resolve(), cache), env_cache=cache))
+        tiny = build_task_set(root)[0]
+        cases = [(graders[0], tiny)] + [(graders[1], RepoTask.from_row(rows[i])) for i in args.instance]
+        for grader, task in cases:
+            snapshot, env = await grader.prepare(task)
+            opens, _ = await start_costs(host, snapshot, env, args.starts)
+            print(f"  {task.instance_id}: {p50_p90(opens)}; load {os.getloadavg()[0]:.1f}")
+        opens = []
+        for _ in range(args.starts):
+            t0 = time.perf_counter()
+            s = await host.open_image(image, limits=LIMITS)
+            await s.exec("true")
+            opens.append(1000 * (time.perf_counter() - t0))
+            await s.close()
+        print(f"  {image_label}: {p50_p90(opens)}; load {os.getloadavg()[0]:.1f}")
+
+    print(f"== item 3: from a warm pool (size {args.pool}, refilled before each open) through `coderl serve`")
+    env = {"CODERL_SESSIONS_MAX": "64", "CODERL_SESSION_LEASE_S": "600", "CODERL_SESSION_POOL": str(args.pool)}
+    services = (({**env, "CODERL_SWE_REPOS": str(Path(args.repos).resolve()), "CODERL_CACHE": str(cache)},
+                 [(None, None), *((rows[i], None) for i in args.instance)]),
+                ({**env, "CODERL_CACHE": str(image_cache)}, [(rows[args.image_row], {"reference": args.image})]))
+    for service_env, tasks in services:
+        with mock.patch.dict(os.environ, service_env), running_service(slots=1) as url:
+            async with SessionService(url, timeout_s=600) as sessions:
+                for n, (row, img) in enumerate(tasks):
+                    label = image_label if img else row["instance_id"] if row else "the empty work tree"
+                    await (await sessions.open(row, image=img, limits=LIMITS)).close()  # built / unpacked
+                    await sessions.warm(row, image=img, limits=LIMITS)
+                    handout, first = [], []
+                    for _ in range(args.starts):
+                        await wait_pool(sessions, args.pool * (n + 1), timeout_s=600)
+                        t0 = time.perf_counter()
+                        s = await sessions.open(row, image=img, limits=LIMITS)
+                        t1 = time.perf_counter()
+                        await s.exec("true")
+                        first.append(1000 * (time.perf_counter() - t0))
+                        handout.append(1000 * (t1 - t0))
+                        assert s.warm, "the pool was refilled before the open"
+                        await s.close()
+                    print(f"  {label}: hand-out {p50_p90(handout)}; open + first command {p50_p90(first)}; "
+                          f"load {os.getloadavg()[0]:.1f}")
+
+    print(f"== item 5: graded / plain pytest (benchmarks/bench_grading_phases.py, medians of {args.repeat})")
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from bench_grading_phases import measure
+
+    tasks = [RepoTask.from_row(rows[i]) for i in args.grading]
+    result = await measure(tasks, RepoStore(Path(args.repos).resolve(), cache), cache, args.repeat)
+    for instance, r in result.items():
+        m = r["medians"]
+        print(f"  {instance}: graded {m['graded']:.2f} s, plain pytest ids {m['plain_ids']:.2f} s / files "
+              f"{m['plain_files']:.2f} s: graded/plain {m['ratio graded/plain_ids']:.2f} "
+              f"({m['ratio graded/plain_files']:.2f} on the files); in-session plain ids "
+              f"{m['(in-session plain pytest ids)']:.2f} s; load {' / '.join(r['load'])}")
+    print(f"load average at the end: {os.getloadavg()}")
+
+
 async def burst_from_pool(env: dict[str, str], k: int) -> None:
     """K episodes starting at once on a service whose pool holds K ready sandboxes: the answer to a
     known burst (a GRPO step's episodes) is to pre-start it, and this is what that buys."""
@@ -497,10 +597,27 @@ if __name__ == "__main__":
     parser.add_argument("--episodes", type=int, default=5, help="with --real-tasks: episodes per import/diff median")
     parser.add_argument("--scale", type=lambda v: tuple(int(x) for x in v.split(",")), metavar="IDLE,RUNNING",
                         help="with --real-tasks: IDLE idle episodes and RUNNING running the tests at once")
+    parser.add_argument("--issue49", action="store_true", help="issue 49 items 3 and 5 in one run (needs "
+                                                               "--real-tasks, --repos, --cache, --image)")
+    parser.add_argument("--image", help="with --issue49: the image task's image (a reference the engine holds)")
+    parser.add_argument("--image-row", default="pallets__flask-4992", help="with --issue49: the image's task row")
+    parser.add_argument("--image-cache", help="with --issue49: where the image is unpacked (default: a fresh one)")
+    parser.add_argument("--grading", nargs="+", default=["pallets__flask-4992", "sympy__sympy-23117",
+                                                          "pylint-dev__astroid-1333"], help="with --issue49")
+    parser.add_argument("--repeat", type=int, default=3, help="with --issue49: grading runs per instance")
     parsed = parser.parse_args()
     if parsed.concurrency is None:
         parsed.concurrency = [16, 128, 512] if parsed.remote else [8, 32, 64]
     if parsed.real_tasks and not (parsed.repos and parsed.cache):
         parser.error("--real-tasks needs --repos and --cache")
+    if parsed.issue49:
+        if not (parsed.real_tasks and parsed.repos and parsed.cache and parsed.image):
+            parser.error("--issue49 needs --real-tasks, --repos, --cache and --image")
+        if parsed.instance == ["sympy__sympy-24102"]:
+            parsed.instance = ["pallets__flask-4992", "sympy__sympy-23117"]
+        if parsed.pool == 8:
+            parsed.pool = 2
+        asyncio.run(issue49(parsed))
+        raise SystemExit(0)
     asyncio.run(remote(parsed) if parsed.remote else real_scale(parsed) if parsed.real_tasks and parsed.scale
                 else real_starts(parsed) if parsed.real_tasks else main(parsed))

@@ -292,9 +292,12 @@ class SessionService:
             body["gateway"] = {"url": gateway[0], "credential": gateway[1]}
         return RemoteSession(self.client, await self.client._request("POST", "/v1/sessions", body))
 
-    async def warm(self, task: dict[str, Any] | None = None, *, limits: Any = None) -> dict[str, Any]:
-        """Ask the node to keep sandboxes of this task ready (its warm pool)."""
+    async def warm(self, task: dict[str, Any] | None = None, *, limits: Any = None,
+                   image: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Ask the node to keep sandboxes of this task ready (its warm pool); ``image`` as for ``open``."""
         body: dict[str, Any] = {"task": task}
+        if image is not None:
+            body["image"] = image
         if limits is not None:
             body["limits"] = dataclasses.asdict(limits)
         return await self.client._request("POST", "/v1/sessions/warm", body)  # type: ignore[no-any-return]

@@ -28,6 +28,7 @@ from coderl.swe.harness import run_in_remote_sandbox
 from coderl.swe.task import RepoTask
 from coderl.swe.task_ref import ImageRef, TaskRef
 from tests.helpers.images import DEBIAN, ROOT, swe_bench_image, swe_lite_task
+from tests.helpers.poll import wait_for_async
 from tests.helpers.service import running_service
 from tests.swe.test_image_repo_tasks import FIX, INSTANCE, SHORT_TASK
 from tests.verl.test_agent_loop import HERE, ScriptedServer, char_ids, config
@@ -54,10 +55,11 @@ def row() -> dict:
 def service(tmp_path_factory, image):
     """The service with its own cache, the Harbor tasks it serves and the scripted harness bound in;
     the hello-shell image pre-pulled into that cache with `coderl images pull TASK_DIR` (the flask
-    image is only in the engine: the service unpacks it on first use, from local storage)."""
+    image is only in the engine: the service unpacks it on first use, from local storage). Its warm
+    pool keeps one sandbox per task asked for (image tasks too)."""
     cache = tmp_path_factory.mktemp("cache")
     env = {"CODERL_CACHE": str(cache), "CODERL_HARBOR_TASKS": str(HARBOR), "CODERL_SESSION_BINDS": str(HERE),
-           "CODERL_SESSION_DIR": str(tmp_path_factory.mktemp("sessions"))}
+           "CODERL_SESSION_DIR": str(tmp_path_factory.mktemp("sessions")), "CODERL_SESSION_POOL": "1"}
     pulled = subprocess.run([sys.executable, "-m", "coderl.cli", "images", "pull", str(HARBOR / "hello-shell")],
                             capture_output=True, text=True, env={**os.environ, **env}, timeout=1200)
     assert pulled.returncode == 0 and '"id"' in pulled.stdout, pulled.stdout + pulled.stderr[-2000:]
@@ -83,6 +85,38 @@ def test_session_in_the_image_and_its_grade(service, image, row):
     graded = asyncio.run(main())
     assert graded["status"] == "resolved" and graded["reward"] == 1.0, graded
     assert "src/flask/config.py" in graded["diff"]
+
+
+def test_an_image_task_is_handed_out_warm_and_fresh(service, image, row):
+    """The image task from the node's warm pool: the first episode handed out writes into /testbed,
+    /tmp and the image's /usr, starts a process and kills what it can; the next one handed out
+    (warm again) sees none of it, with its own environment."""
+    img = {"reference": image}
+
+    async def main():
+        async with SessionService(service, timeout_s=600) as sessions:
+            await sessions.warm(row, image=img, limits=LIMITS)
+            ready = lambda st: st["pool"]["ready"] >= 1  # noqa: E731
+            await wait_for_async(sessions.stats, ready, what="a warm image sandbox", timeout_s=600)
+            first = await sessions.open(row, image=img, limits=LIMITS, env={"MARK": "one"})
+            assert first.warm
+            mess = await first.exec("echo planted > /testbed/planted; echo planted > /tmp/planted; "
+                                    "echo '# planted' >> src/flask/config.py; echo planted > /usr/local/planted; "
+                                    "(exec -a zzsleeper sleep 300 &); kill -9 -1; echo $MARK")
+            assert mess.stdout.strip() in ("one", ""), mess
+            await first.close()
+            await wait_for_async(sessions.stats, ready, what="the pool refilled", timeout_s=600)
+            second = await sessions.open(row, image=img, limits=LIMITS, env={"MARK": "two"})
+            try:
+                assert second.warm
+                return (await second.exec("echo $MARK; pwd; ls /testbed/planted /tmp/planted /usr/local/planted "
+                                          "2>&1 | grep -c 'No such file'; git status --porcelain; "
+                                          "grep -c planted src/flask/config.py; "
+                                          "grep -l '[z]zsleeper' /proc/[0-9]*/cmdline | wc -l")).stdout
+            finally:
+                await second.close()
+
+    assert asyncio.run(main()).split("\n") == ["two", "/testbed", "3", "0", "0", ""]
 
 
 def test_grade_route_gold_resolves_and_empty_does_not(service, image, row):

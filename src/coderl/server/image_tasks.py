@@ -31,7 +31,8 @@ An image is looked up in the node's cache first, with no engine (a service in a 
 `coderl images pull` fills the cache from outside), then in the engine's local store
 (`image_rootfs.unpacked`). A reference is resolved once per service process and then named
 by its id, so a session and the grading of its diff use the same image even if a tag moves; a
-re-pulled tag is seen after a restart. Image sessions are not pooled (the warm pool keys snapshots).
+re-pulled tag is seen after a restart. An image task's sessions are pooled like a snapshot task's
+(the pool's key: the image's id, work dir, user and limits); a Harbor task's are not.
 These are the request's models; `coderl.swe.task_ref.TaskRef.from_request` reads them and
 `coderl.swe.episodes.LocalEpisodes` (``fetch=False``) opens and grades them.
 """

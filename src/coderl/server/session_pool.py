@@ -2,15 +2,19 @@
 
 A cold open spawns bubblewrap, mounts the episode's overlay, makes its cgroup and waits for PID 1
 (tens of ms, far more under load). A pooled sandbox has done all of that before it is asked for:
-the open takes one from a queue. Sandboxes differ by what is fixed at spawn: the snapshot, the
-environment and the limits, so the pool keeps ``size`` ready per such `PoolKey`, for at most
-``max_keys`` keys (least recently asked-for first out, its sandboxes closed). A key is learned
+the open takes one from a queue. Sandboxes differ by what is fixed at spawn: the snapshot (or an
+image task's root filesystem, work dir and user), the environment and the limits, so the pool keeps
+``size`` ready per such `PoolKey`, for at most ``max_keys`` keys (least recently asked-for first
+out, its sandboxes closed): at most ``size * max_keys`` idle sandboxes, each a few MiB charged to
+its cgroup (PID 1's interpreter and the tmpfs's pages: 5-7 MiB measured, docs/agent.md). A key is learned
 from the opens themselves (the first open of a task is cold and asks the pool to keep that key
 warm) or named ahead (``POST /v1/sessions/warm``). Each hand-out is refilled in the background,
 one sandbox at a time per key, so refilling never competes with the episodes for more than one
 start at a time. What is NOT fixed at spawn is given at hand-out: the gateway link (the relay
 socket exists from the start and is pointed at the gateway then) and the episode's environment
-variables and time budget (the session registry applies them on every command).
+variables and time budget (the session registry applies them on every command). A sandbox is
+handed out once and closed with its session, never returned to the pool: each is a fresh upper
+layer, a fresh PID namespace and cgroup, so nothing an earlier episode wrote or started is there.
 """
 
 from __future__ import annotations
@@ -35,11 +39,15 @@ _MAX_FAILURES = 3  # in a row: the key stops filling until it is asked for again
 
 @dataclass(frozen=True)
 class PoolKey:
-    """What a sandbox is started with and cannot change afterwards."""
+    """What a sandbox is started with and cannot change afterwards: a snapshot task's (or an empty
+    work tree's) snapshot and environment, or an image task's unpacked root filesystem with
+    ``image`` = (the image's id, the work dir, the user as the row names them: '' = the image's own);
+    and the limits. Two task references that start the same sandbox share one key."""
 
     snapshot: Path
     env_dir: Path | None
     limits: SessionLimits
+    image: tuple[str, str, str] | None = None
 
 
 class WarmPool(Generic[W]):

@@ -14,7 +14,9 @@ warm pool, the snapshots and environments of this node, the reaper.
 - At most ``capacity`` sessions are open (opens in progress included); one more is 429.
 
 Configuration (environment of `coderl serve`): ``CODERL_SESSIONS_MAX`` (512),
-``CODERL_SESSION_LEASE_S`` (120), ``CODERL_SESSION_POOL`` (warm sandboxes per task, 0 = off),
+``CODERL_SESSION_LEASE_S`` (120), ``CODERL_SESSION_POOL`` (warm sandboxes per task, 0 = off: snapshot,
+empty and image tasks; a Harbor task's sandbox is never pooled), ``CODERL_SESSION_POOL_KEYS`` (8: the
+tasks kept warm at once, least recently asked-for out first; idle sandboxes at most POOL x POOL_KEYS),
 ``CODERL_SESSION_DIR`` (layers and relay sockets; a fresh temporary directory by default),
 ``CODERL_SESSION_BINDS`` (``:``-separated host paths bound read-only into every session: the
 harness's own install on this node, e.g. ``/opt/mini-swe-agent``), the
@@ -53,6 +55,7 @@ from coderl.errors import (
     SessionExpired,
     UnknownSession,
 )
+from coderl.sandbox.image_rootfs import ImageRoot
 from coderl.sandbox.result import ExecResult
 from coderl.sandbox.session import Session, SessionHost, SessionLimits
 from coderl.server.gateway_relay import GatewayRelay
@@ -80,6 +83,7 @@ class RegistryConfig:
     capacity: int = 512
     lease_s: float = 120.0
     pool_size: int = 0
+    pool_keys: int = 8
     grade_concurrency: int = 2
     ro_binds: tuple[str, ...] = ()  # host paths bound read-only into every session (the harness's install)
     harbor_dir: Path | None = None  # the Harbor task directories a request may name
@@ -96,6 +100,7 @@ class RegistryConfig:
                        capacity=int(env.get("CODERL_SESSIONS_MAX", "512")),
                        lease_s=float(env.get("CODERL_SESSION_LEASE_S", "120")),
                        pool_size=int(env.get("CODERL_SESSION_POOL", "0")),
+                       pool_keys=int(env.get("CODERL_SESSION_POOL_KEYS", "8")),
                        grade_concurrency=int(env.get("CODERL_SWE_CONCURRENCY", "2")),
                        ro_binds=tuple(p for p in env.get("CODERL_SESSION_BINDS", "").split(":") if p),
                        harbor_dir=Path(env["CODERL_HARBOR_TASKS"]) if env.get("CODERL_HARBOR_TASKS") else None)
@@ -153,11 +158,13 @@ class SessionRegistry:
         self.relays_dir = config.root / "relays"
         self.http = httpx.AsyncClient(timeout=httpx.Timeout(3600.0, connect=10.0),
                                       limits=httpx.Limits(max_connections=None, max_keepalive_connections=64))
-        self.pool: WarmPool[Warm] = WarmPool(self._start, self._discard, size=config.pool_size)
+        self.pool: WarmPool[Warm] = WarmPool(self._start, self._discard, size=config.pool_size,
+                                               max_keys=config.pool_keys)
         self.leases: dict[str, Lease] = {}
         self.gone: OrderedDict[str, str] = OrderedDict()
         self.reaped = 0
         self._opening = 0
+        self._images: dict[str, ImageRoot] = {}  # an image key's root, by the image's id
         self._reaper: asyncio.Task[None] | None = None
 
     # ------------------------------------------------------------------ life
@@ -184,9 +191,10 @@ class SessionRegistry:
     async def open(self, task_row: dict[str, Any] | None, limits: SessionLimits, *, env: dict[str, str],
                    gateway: tuple[str, str] | None, lease_s: float | None, image: ImageIn | None = None,
                    harbor: HarborIn | None = None) -> Lease:
-        """A session on the task's snapshot (or an empty work tree), warm from the pool when one is
-        ready, or in the task's image (``image``/``harbor``: never pooled). ``gateway``: (the
-        gateway's URL, this session's credential there)."""
+        """A session on the task's snapshot (or an empty work tree) or in its image, warm from the
+        pool when one is ready; a Harbor task's (``harbor``) is never pooled (its limits and
+        environment are the task directory's). ``gateway``: (the gateway's URL, this session's
+        credential there)."""
         if len(self.leases) + self._opening >= self.config.capacity:
             raise Overloaded(f"session capacity full ({len(self.leases)} open, {self._opening} opening, of "
                              f"{self.config.capacity}); close sessions or retry")
@@ -196,11 +204,10 @@ class SessionRegistry:
             ref = TaskRef.from_request(task_row, image.model_dump() if image else None,
                                        harbor.model_dump() if harbor else None, harbor_dir=self.config.harbor_dir)
             warm: Warm | None = None
-            if ref.kind in (IMAGE, HARBOR):
-                session, relay = await self._start_image(ref, limits)
+            if ref.kind == HARBOR:
+                session, relay = await self._start_harbor(ref, limits)
             else:
-                snapshot, env_dir = await self.episodes.prepare(ref)
-                key = PoolKey(snapshot, env_dir, dataclasses.replace(limits, episode_s=HORIZON_S))
+                key = await self._pool_key(ref, limits)
                 warm = self.pool.take(key)
                 session, relay = warm or await self._start(key)
             if gateway is not None:
@@ -216,13 +223,13 @@ class SessionRegistry:
         finally:
             self._opening -= 1
 
-    def warm(self, task_row: dict[str, Any] | None, limits: SessionLimits) -> asyncio.Future[None]:
+    def warm(self, task_row: dict[str, Any] | None, limits: SessionLimits,
+             image: ImageIn | None = None) -> asyncio.Future[None]:
         """Ask the pool to keep sandboxes of this task ready (the snapshot and environment are
-        built first, in the background)."""
+        built, or the image unpacked from this node's cache, first, in the background)."""
         async def prepare_then_want() -> None:
-            ref = TaskRef.from_request(task_row, None, None, harbor_dir=None)
-            snapshot, env_dir = await self.episodes.prepare(ref)
-            self.pool.want(PoolKey(snapshot, env_dir, dataclasses.replace(limits, episode_s=HORIZON_S)))
+            ref = TaskRef.from_request(task_row, image.model_dump() if image else None, None, harbor_dir=None)
+            self.pool.want(await self._pool_key(ref, limits))
 
         return asyncio.ensure_future(prepare_then_want())
 
@@ -288,12 +295,29 @@ class SessionRegistry:
                 "grades_tasks": self.config.repos is not None, "harbor_tasks": self.config.harbor_dir is not None}
 
     # ------------------------------------------------------------------ internals
+    async def _pool_key(self, ref: TaskRef, limits: SessionLimits) -> PoolKey:
+        """What a sandbox of this snapshot, empty or image task is spawned with (the episode's own
+        budget is the registry's: a pooled sandbox's is the horizon)."""
+        limits = dataclasses.replace(limits, episode_s=HORIZON_S)
+        if ref.kind == IMAGE:
+            assert ref.image is not None
+            root = await self.episodes.image_of(ref)
+            self._images[root.image_id] = root
+            return PoolKey(root.rootfs, None, limits, image=(root.image_id, ref.image.workdir, ref.image.user))
+        snapshot, env_dir = await self.episodes.prepare(ref)
+        return PoolKey(snapshot, env_dir, limits)
+
     async def _start(self, key: PoolKey) -> Warm:
+        if key.image is not None:
+            root, (_, workdir, user) = self._images[key.image[0]], key.image
+            return await self._relayed(lambda relay: self.host.open_image(
+                root, workdir=workdir or None, user=user or None, limits=key.limits, ro_binds=self.config.ro_binds,
+                gateway_socket=str(relay.path), gateway_port=SANDBOX_PORT, env={}))
         return await self._relayed(lambda relay: self.host.open(
             key.snapshot, limits=key.limits, env_dir=key.env_dir, ro_binds=self.config.ro_binds,
             gateway_socket=str(relay.path), gateway_port=SANDBOX_PORT))
 
-    async def _start_image(self, ref: TaskRef, limits: SessionLimits) -> Warm:
+    async def _start_harbor(self, ref: TaskRef, limits: SessionLimits) -> Warm:
         return await self._relayed(lambda relay: self.episodes.open(
             ref, env={}, limits=limits, ro_binds=self.config.ro_binds, gateway_socket=str(relay.path),
             gateway_port=SANDBOX_PORT))

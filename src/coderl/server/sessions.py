@@ -7,7 +7,7 @@ a local `Session`)::
     POST   /v1/sessions                  open    {task?, image?, harbor?, limits?, env?, gateway?, lease_s?}
                                          -> {id, token, warm, started_ms, remaining_s, lease_s, limits, workdir}
     GET    /v1/sessions                  the node's numbers: open, capacity, pool, reaped
-    POST   /v1/sessions/warm             keep sandboxes of {task?, limits?} ready (warm pool)
+    POST   /v1/sessions/warm             keep sandboxes of {task?, image?, limits?} ready (warm pool)
     POST   /v1/sessions/{id}/exec        {cmd, timeout_s?, cwd?, stdin_b64?, env?} -> the ExecResult
     POST   /v1/sessions/{id}/files/read  {path, max_bytes?}  -> {data_b64}     (413 over max_bytes)
     POST   /v1/sessions/{id}/files/write {path, data_b64}                      (413 over 16 MiB)
@@ -92,6 +92,7 @@ class OpenIn(BaseModel):
 class WarmIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     task: dict[str, Any] | None = None
+    image: ImageIn | None = None
     limits: LimitsIn = LimitsIn()
 
 
@@ -187,7 +188,7 @@ async def session_stats(request: Request) -> dict[str, Any]:
 @router.post("/v1/sessions/warm", summary="Keep sandboxes of a task ready in the warm pool")
 async def warm(body: WarmIn, request: Request) -> dict[str, Any]:
     registry = await registry_of(request)
-    await registry.warm(body.task, SessionLimits(**body.limits.model_dump()))
+    await registry.warm(body.task, SessionLimits(**body.limits.model_dump()), body.image)
     return {**service_of(request).meta(), "pool": registry.pool.stats()}
 
 

@@ -163,6 +163,17 @@ class LocalEpisodes(Episodes):
             self._roots[(reference, cache)] = root
         return self._roots[(reference, cache)]
 
+    async def image_of(self, ref: TaskRef) -> ImageRoot:
+        """``image_root`` with the row's user checked against the image (`InvalidTask`: the row's
+        fault, not the node's: a 400, never retried elsewhere)."""
+        assert ref.image is not None
+        root = await self.image_root(ref)
+        try:
+            root.identity(ref.image.user or None)
+        except ImageUnavailable as exc:
+            raise InvalidTask(f"the task's user: {exc}") from None
+        return root
+
     # ------------------------------------------------------------------ the interface
     async def open(self, ref: TaskRef, *, env: dict[str, str], limits: SessionLimits, ro_binds: tuple[str, ...] = (),
                    gateway_socket: str | None = None, gateway_port: int = SANDBOX_PORT, **_: Any) -> Session:
@@ -177,11 +188,7 @@ class LocalEpisodes(Episodes):
                                                        gateway_port=port, limits=limits)
         if ref.kind == IMAGE:
             assert ref.image is not None
-            root = await self.image_root(ref)
-            try:
-                root.identity(ref.image.user or None)  # the row's fault, not the node's: a 400, never retried elsewhere
-            except ImageUnavailable as exc:
-                raise InvalidTask(f"the task's user: {exc}") from None
+            root = await self.image_of(ref)
             return await self.host.open_image(root, workdir=ref.image.workdir or None, user=ref.image.user or None,
                                               limits=limits, ro_binds=ro_binds, gateway_socket=socket,
                                               gateway_port=port, env=env)
