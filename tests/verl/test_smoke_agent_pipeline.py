@@ -206,7 +206,7 @@ def test_grpo_on_tasks_built_from_a_real_repository(tmp_path: Path) -> None:
     episode, the repository grader scored them, rewards differed inside the step's group and the
     step had a gradient. Heavy: run in two parts on the 2-vCPU VM (docs/agent.md, "Trained on"):
     this recipe's 80-epoch SFT (2,519 s at load ~3-10; steps of 150-220 s at load 18-37), then
-    its GRPO from that SFT (SMOKE_FROM=rl, RL stage 525 s at load 9-27): rewards 2/8 and 3/8
+    its GRPO from that SFT (SMOKE_FROM=rl, RL stage 525 s at load 5-35): rewards 2/8 and 3/8
     resolved, grad_norm 0.109 and 0.136. Needs the tiny model's max_position_embeddings at
     MAX_PROMPT + MAX_RESPONSE (the pipeline's widen_positions): at 4096 vLLM cut every episode's
     2nd request (~4.3k tokens), all rewards 0. CI shows the switch's rows
