@@ -33,7 +33,7 @@ from coderl.swe.interpreters import PYTHON_RELEASED
 from coderl.swe.task import EnvSpec
 
 _NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
-_SPEC_KEYS = ("python", "requirements", "pre_install", "install", "build_env", "resolved_at")
+_SPEC_KEYS = ("python", "requirements", "pre_install", "install", "build_env", "resolved_at", "services")
 
 
 @functools.cache

@@ -69,7 +69,8 @@ _WHEELS_ONLY = ["--only-binary", ":all:"]
 def env_key(spec: EnvSpec, find_links: Path | None = None) -> str:
     python = find_python(spec.python) if spec.python else sandbox_python()
     wheels_only = [] if spec.trusted else ["wheels-only"]  # a request's spec: built apart (_WHEELS_ONLY)
-    blob = json.dumps([python, spec.to_dict(), str(find_links or ""), *wheels_only], sort_keys=True)
+    built_from = {k: v for k, v in spec.to_dict().items() if k != "services"}  # started at test time, never built
+    blob = json.dumps([python, built_from, str(find_links or ""), *wheels_only], sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -316,7 +317,15 @@ def _run(argv: list[str], what: str, *, cwd: Path | None = None, env: dict[str, 
     _check(proc, what)
 
 
+# uv's words when a native build misses a header ("... need to install a library that provides `x.h`")
+_MISSING_LIBRARY = "need to install a library"
+SYSTEM_BUILD_PACKAGES = "docker/swe-build-apt.txt"  # the host's libraries compiled projects build against
+
+
 def _check(proc: subprocess.CompletedProcess[str], what: str) -> None:
     if proc.returncode != 0:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
-        raise EnvBuildError(f"cannot {what}: {' / '.join(tail) or f'exit {proc.returncode}'}")
+        hint = ""
+        if _MISSING_LIBRARY in (proc.stderr or proc.stdout):
+            hint = f" (scripts/setup.sh installs the system libraries compiled projects build against: {SYSTEM_BUILD_PACKAGES})"
+        raise EnvBuildError(f"cannot {what}: {' / '.join(tail) or f'exit {proc.returncode}'}{hint}")

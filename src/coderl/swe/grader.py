@@ -19,6 +19,8 @@ Steps (as the SWE-bench harness, on our sandbox instead of Docker):
    test passed and the records are consistent. A task whose command is Django's
    ``tests/runtests.py`` runs that instead, every file under ``tests/`` the base commit's, its
    records taken from the standard library's unittest (``django_run``, ``unittest_verdicts``).
+   The environment's test services (``EnvSpec.services``) are started in the same command, inside
+   the sandbox, before pytest (``grading_run.start_services``).
 
 Outcomes (`GradeStatus`) are kept apart by who is at fault: ``resolved`` / ``unresolved`` (tests ran; reward 1/0),
 ``tampered`` (the run's records are inconsistent in a way only a patch working against the grader
@@ -55,6 +57,7 @@ from coderl.swe.grading_run import (
     launch,
     locate_config,
     runner_repository,
+    service_failed,
     test_files,
     written_byte_code,
 )
@@ -185,6 +188,9 @@ class RepoGrader:
         if not written_byte_code(session.layer.upper):
             spec = {**spec, "byte_code": "pristine"}
         run = await session.exec(command, timeout_s=self.limits.exec_s, stdin=json.dumps(spec).encode())
+        no_service = service_failed(task, run)
+        if no_service:  # the task environment's fault, before any test ran: never scored
+            return outcome(GradeStatus.SANDBOX_ERROR, no_service, tests_touched=touched, log_tail=run.stderr[-4000:])
         verdict = decide_run(run, spec["nonce"], task.fail_to_pass, task.pass_to_pass, base)
         return outcome(verdict.status, verdict.message, fail_to_pass=verdict.fail_to_pass,
                        pass_to_pass=verdict.pass_to_pass, findings=verdict.findings, tests_touched=touched,

@@ -10,7 +10,10 @@ diff is anywhere.
   test files last;
 - the wanted test ids (FAIL_TO_PASS, PASS_TO_PASS), the protected files (hashed by the
   supervisor before the run), a clean environment with plugin autoload off;
-- a fresh nonce per run, sent on the launcher's stdin (never in its environment or argv).
+- a fresh nonce per run, sent on the launcher's stdin (never in its environment or argv);
+- the task environment's test services (``EnvSpec.services``: a local httpbin for requests' old
+  suites), started by ``pytest_inside/services.py`` in the same command before the launcher, on
+  the sandbox's own loopback, their variables added to the tests' environment.
 
 ``compiled_launcher`` is the launcher and the reporter compiled by the environment's interpreter,
 once, into the environment (read-only in every sandbox). ``base_tree`` is the base commit's
@@ -31,10 +34,12 @@ from importlib import resources
 from pathlib import Path
 
 from coderl.cache import built_once
+from coderl.sandbox.result import ExecResult
 from coderl.sandbox.session import REPO
 from coderl.swe.environment import EnvBuildError, site_packages
+from coderl.swe.pytest_inside.services import EXIT_SERVICE
 from coderl.swe.store import git
-from coderl.swe.task import InvalidTask, RepoTask
+from coderl.swe.task import InvalidTask, RepoTask, TestService
 
 INSIDE_DIR = Path(str(resources.files("coderl.swe") / "pytest_inside"))
 LAUNCHER = INSIDE_DIR / "launcher.py"
@@ -174,7 +179,32 @@ def launch(task: RepoTask, env: Path, rootdir: str, inifile: str | None) -> tupl
     args = [*pytest_args(task.test_cmd), "-p", "no:cacheprovider", *pinned, "--rootdir", root, *test_files(task)]
     environ = {"PATH": f"{env}/bin:/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8",
                "TMPDIR": "/tmp", "VIRTUAL_ENV": str(env), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    services = task.env.services  # their variables (where the suite reads their address) never override the run's
+    environ = {**{k: v for s in services for k, v in s.env}, **environ}
     spec = {"nonce": secrets.token_hex(32), "args": args, "wanted": list(task.tests),
             "protected": sorted(task.protected_files), "site_packages": str(site_packages(env)), "env": environ}
-    command = f"exec {shlex.quote(str(env / 'bin' / 'python'))} -I -S {shlex.quote(str(compiled_launcher(env)))}"
-    return command, spec
+    python = shlex.quote(str(env / "bin" / "python"))
+    command = f"exec {python} -I -S {shlex.quote(str(compiled_launcher(env)))}"
+    return start_services(python, services) + command, spec
+
+
+def start_services(python: str, services: tuple[TestService, ...]) -> str:
+    """The shell prefix that starts the task's test services (``pytest_inside/services.py``) before
+    the launcher, in the same command (a session kills what a command started when it returns):
+    stdin from /dev/null and stdout onto stderr, since the command's stdin holds the spec's nonce
+    and its stdout is the records channel; if one does not start, the command ends with
+    ``EXIT_SERVICE`` before pytest (``service_failed``). '' when there are none."""
+    if not services:
+        return ""
+    value = json.dumps([s.to_dict() for s in services])
+    return (f"{python} -I -S {shlex.quote(str(INSIDE_DIR / 'services.py'))} {shlex.quote(value)} </dev/null >&2 "
+            f"|| exit {EXIT_SERVICE}; ")
+
+
+def service_failed(task: RepoTask, run: ExecResult) -> str | None:
+    """Why the run never reached pytest because a test service did not start (its own message on
+    stderr), else None: the run's stdout is empty (the launcher never ran: it writes the first
+    record before any code of the repository) and its exit status is ``EXIT_SERVICE``."""
+    if task.env.services and run.exit_code == EXIT_SERVICE and not run.stdout.strip():
+        return f"a test service of the task's environment did not start: {run.stderr.strip()[-600:]}"
+    return None

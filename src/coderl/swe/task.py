@@ -9,6 +9,7 @@ optional (see docs/agent.md, "Repository tasks").
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,6 +17,55 @@ from coderl.errors import InvalidTask
 from coderl.swe.patch import split_diff
 
 DEFAULT_TEST_CMD = "python -m pytest -rA -p no:cacheprovider -W ignore::DeprecationWarning"
+
+
+# what a test service's variables may not name: the grading run's own environment (``grading_run.launch``)
+# and the variables that change how Python or pytest start (the launcher replaces the environment whole)
+_RUN_OWN_VARS = frozenset({"PATH", "HOME", "LANG", "TMPDIR", "VIRTUAL_ENV"})
+_STARTUP_PREFIXES = ("PYTHON", "PYTEST", "LD_", "COV_", "CODERL")
+_VAR_NAME = re.compile(r"^[A-Z][A-Z0-9_]{0,63}$")
+_SERVICE_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,39}$")
+
+
+@dataclass(frozen=True)
+class TestService:
+    """A service the test suite needs, started inside the grading sandbox before the tests (a local
+    httpbin for requests' suites of 2012-2015, which read ``HTTPBIN_URL``): ``argv`` run there in
+    the task's environment (``python`` is its interpreter), from ``/tmp``, its output to a file;
+    the tests start once something accepts connections on ``127.0.0.1:port`` (the sandbox's own
+    loopback, in its own network namespace: nothing outside reaches it, it reaches nothing
+    outside); ``env`` is added to the tests' environment (where the suite reads the service's
+    address). Declared per (repository, version) beside the environment's packages
+    (``env_overlay.json``), never per row."""
+
+    __test__ = False  # not a pytest test class, whatever its name
+
+    name: str
+    argv: tuple[str, ...]
+    port: int
+    env: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def from_value(cls, value: Any) -> TestService:
+        if not isinstance(value, dict) or set(value) - {"name", "argv", "port", "env"}:
+            raise InvalidTask("environment_setup.services: each service is an object with name, argv, port and env")
+        name, argv, port, env = value.get("name"), value.get("argv"), value.get("port"), value.get("env", {})
+        if not isinstance(name, str) or not _SERVICE_NAME.match(name):
+            raise InvalidTask(f"environment_setup.services: a service's name must be a plain name, got {name!r}")
+        if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
+            raise InvalidTask(f"environment_setup.services.{name}.argv must be a non-empty list of strings")
+        if not isinstance(port, int) or isinstance(port, bool) or not 1024 <= port <= 65535:
+            raise InvalidTask(f"environment_setup.services.{name}.port must be a port number 1024-65535, got {port!r}")
+        if not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
+            raise InvalidTask(f"environment_setup.services.{name}.env must be an object of strings")
+        for key in env:
+            if not _VAR_NAME.match(key) or key in _RUN_OWN_VARS or key.startswith(_STARTUP_PREFIXES):
+                raise InvalidTask(f"environment_setup.services.{name}.env: {key!r} is refused (a service names the "
+                                  "variables its tests read for its address, never the run's own or Python's/pytest's)")
+        return cls(name=name, argv=tuple(argv), port=port, env=tuple(sorted(env.items())))
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "argv": list(self.argv), "port": self.port, "env": dict(self.env)}
 
 
 @dataclass(frozen=True)
@@ -36,6 +86,10 @@ class EnvSpec:
     repository whose tree the environment is built from: one per (repo, version), so every instance
     of it shares one environment).
 
+    ``services`` (either form): the `TestService`s the suite needs, started in the grading sandbox
+    before the tests. Not part of what the environment is built from (its packages are in
+    ``requirements``); a spec without services keeps the key it always had.
+
     ``trusted`` says where the spec came from (no part of the spec's equality): True for the
     operator's files and the bundled tables; False for a row that came in a request
     (`coderl.swe.request_rows`, the service's routes), whose build runs no shell step, no project
@@ -50,6 +104,7 @@ class EnvSpec:
     install: str = ""
     build_env: tuple[tuple[str, str], ...] = ()
     source: str = ""
+    services: tuple[TestService, ...] = ()
     trusted: bool = field(default=True, compare=False)
 
     @classmethod
@@ -62,7 +117,7 @@ class EnvSpec:
             value = {"requirements": value}
         if not isinstance(value, dict):
             raise InvalidTask(f"environment_setup must be an object, got {type(value).__name__}")
-        unknown = set(value) - set(_ENV_LISTS) - set(_ENV_STRINGS) - {"pythonpath", "build_env"}
+        unknown = set(value) - set(_ENV_LISTS) - set(_ENV_STRINGS) - {"pythonpath", "build_env", "services"}
         if unknown:
             raise InvalidTask(f"environment_setup has unknown keys {sorted(unknown)}")
         lists = {k: value.get(k, []) for k in _ENV_LISTS}
@@ -80,8 +135,14 @@ class EnvSpec:
                                             *strings.values(), build_env]):
             raise InvalidTask("environment_setup: requirement_files, pre_install, install, resolved_at, "
                               "build_env and source need python (the X.Y the project runs on)")
+        services = value.get("services", [])
+        if not isinstance(services, list):
+            raise InvalidTask("environment_setup.services must be a list of services")
+        parsed = tuple(TestService.from_value(s) for s in services)
+        if len({s.name for s in parsed}) != len(parsed) or len({s.port for s in parsed}) != len(parsed):
+            raise InvalidTask("environment_setup.services: two services share a name or a port")
         return cls(pythonpath=tuple(paths), build_env=tuple(sorted(build_env.items())),
-                   **{k: tuple(v) for k, v in lists.items()}, **strings)
+                   services=parsed, **{k: tuple(v) for k, v in lists.items()}, **strings)
 
     def to_dict(self) -> dict:
         """The spec as a row holds it; the real-project keys only when set (so a plain spec's
@@ -90,6 +151,8 @@ class EnvSpec:
         if self.python:
             out.update({k: list(getattr(self, k)) for k in _ENV_LISTS if k != "requirements"})
             out.update({k: getattr(self, k) for k in _ENV_STRINGS}, build_env=dict(self.build_env))
+        if self.services:  # only when set: a spec without services keeps its environment key
+            out["services"] = [s.to_dict() for s in self.services]
         return out
 
 
