@@ -37,12 +37,14 @@ from tests.helpers.require import require
 ENV = EnvSpec(requirements=("pytest",))  # the builtin tasks' environment: built once, shared
 # the pytest versions real projects pin (SWE-bench Lite's rows run pytest 4.6 to 8.x), each with the
 # Python it runs on ("": the sandbox's; pytest before 6.2.5 cannot rewrite assertions on 3.10+):
-# the red team must fail under every one, and the gold patch pass its checks. One besides the
-# newest in the default suite (7.4.0: flask's and marshmallow's false `tampered` were found with
-# it), the others under `slow`.
-RUNNERS = {"pytest-latest": ("", "pytest"), "pytest-7.4.0": ("", "pytest==7.4.0")}
-SLOW_RUNNERS = {"pytest-4.6.11": ("3.9", "pytest==4.6.11"), "pytest-5.4.3": ("3.9", "pytest==5.4.3"),
-                "pytest-6.2.5": ("3.9", "pytest==6.2.5"), "pytest-8.3.3": ("", "pytest==8.3.3")}
+# the red team must fail under every one, and the gold patch pass its checks. The newest in the
+# default suite, the others under `slow` (CI runs them all): 7.4.0 too, whose false `tampered` on flask
+# the default suite still shows on the real repository (tests/swe/test_real_repo_grader.py); each
+# version's batch is the module's dearest fixture (issue 46: the default suite under 15 minutes).
+RUNNERS = {"pytest-latest": ("", "pytest")}
+SLOW_RUNNERS = {"pytest-7.4.0": ("", "pytest==7.4.0"), "pytest-4.6.11": ("3.9", "pytest==4.6.11"),
+                "pytest-5.4.3": ("3.9", "pytest==5.4.3"), "pytest-6.2.5": ("3.9", "pytest==6.2.5"),
+                "pytest-8.3.3": ("", "pytest==8.3.3")}
 DATE = {"GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z"}
 ADD, SUB = "tests/test_calc.py::test_add", "tests/test_calc.py::test_sub"
 FORGED = f"PASSED {ADD}\\nPASSED {SUB}\\n"  # lines shaped like pytest's -rA summary (escaped for the sources below)
