@@ -11,13 +11,15 @@ EXTRAS="${1:-dev}"
 
 # the sandbox's Debian packages: the one list the image installs too (version pins dropped here).
 # A package whose command is already on PATH from elsewhere is left alone: NodeSource's nodejs
-# bundles npm (Debian's npm conflicts with it), rustup provides rustc.
+# bundles npm (Debian's npm conflicts with it), rustup provides rustc. Beside it, the libraries that
+# compiled SWE-bench projects' environments build against on this host (docker/swe-build-apt.txt:
+# matplotlib's FreeType and qhull, which its build would otherwise download).
 need_apt=()
 while read -r pkg; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" && continue
   command -v "$pkg" >/dev/null 2>&1 && continue
   need_apt+=("$pkg")
-done < <(sed -e 's/#.*//' -e 's/=.*//' -e 's/[[:space:]]//g' -e '/^$/d' docker/sandbox-apt.txt
+done < <(sed -e 's/#.*//' -e 's/=.*//' -e 's/[[:space:]]//g' -e '/^$/d' docker/sandbox-apt.txt docker/swe-build-apt.txt
          # dev: Debian's chromium, the browser the viewer's tests drive through Playwright (never a download)
          case "$EXTRAS" in *dev*) echo chromium ;; esac)
 if [ "${#need_apt[@]}" -gt 0 ]; then

@@ -134,3 +134,21 @@ def test_the_compiled_sources_decide_the_digest(tmp_path):
     (tree / "build" / "gen.c").write_text("int x;\n")  # the build's scratch directory is not a source
     assert build_products.compiled_sources_digest(tree) == changed
     assert "build/gen.c" not in build_products.tree_files(tree)
+
+
+def test_the_system_libraries_compiled_projects_need_are_installed_and_named(tmp_path):
+    """matplotlib's build, told by the overlay to use the host's FreeType and qhull (no download),
+    needs them: setup.sh installs docker/swe-build-apt.txt, and a build that misses a header says so."""
+    from coderl.swe import environment
+
+    root = Path(__file__).resolve().parents[2]
+    listed = {line.split("#")[0].strip() for line in (root / environment.SYSTEM_BUILD_PACKAGES).read_text().splitlines()}
+    assert {"g++", "pkg-config", "libfreetype-dev", "libqhull-dev"} <= listed
+    assert environment.SYSTEM_BUILD_PACKAGES in (root / "scripts" / "setup.sh").read_text()
+    failed = subprocess.CompletedProcess([], 1, "", "error: Command 'g++' failed\n  hint: This error likely indicates "
+                                         "that you need to install a library that provides `libqhull_r/qhull_ra.h`\n")
+    with pytest.raises(EnvBuildError, match="swe-build-apt.txt"):
+        environment._check(failed, "install the environment")
+    with pytest.raises(EnvBuildError) as other:
+        environment._check(subprocess.CompletedProcess([], 1, "", "error: no matching distribution\n"), "resolve")
+    assert "swe-build-apt" not in str(other.value)
