@@ -125,6 +125,10 @@ def test_gold_episode_rows_render_as_the_gateway_recorded_them(task_set, tmp_pat
         assert episode.mask[: episode.prompt_len] == [0] * episode.prompt_len
 
 
+# a second gold episode, through the CLI's own process (its imports, the task set, the environment):
+# the dearest test of tests/data, so `slow` (CI runs it); the default suite records one in process above
+# and checks the CLI's refusals (issue 46: the default suite under 15 minutes)
+@pytest.mark.slow
 @needs(Path(VENV, "bin", "mini").exists(),
        f"mini-swe-agent is not installed at {VENV} (MINI_SWE_AGENT_VENV): run scripts/install_mini_swe_agent.sh")
 @needs(isolation.bwrap_path() is not None, "bubblewrap missing (scripts/setup.sh installs it)")

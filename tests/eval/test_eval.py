@@ -190,6 +190,10 @@ def test_unreachable_sandbox_url_is_named(tmp_path):
 def test_bad_input_is_one_line(tmp_path, extra, message):
     done = coderl("eval", "lcb", "--problems", problems_dir(tmp_path), "--out", str(tmp_path / "o"), *extra)
     assert done.returncode == 2 and message in done.stderr and done.stderr.count("\n") == 1, done.stderr
+
+
+def test_missing_or_broken_problems_are_one_line(tmp_path):
+    """Once, not once per case above (each run is a CLI process: issue 46, the default suite's time)."""
     missing = coderl("eval", "lcb", "--problems", str(tmp_path / "none"), "--out", str(tmp_path / "o"))
     assert missing.returncode == 2 and "coderl data lcb" in missing.stderr and "Traceback" not in missing.stderr
     bad = tmp_path / "bad.jsonl"
