@@ -1,9 +1,10 @@
 """The Django grader (``tests/runtests.py`` under unittest's records) on a real Django task: Django
 4.2.10's sources with 4.2.11's ``intcomma`` fix (``django_fixture.py``). The gold patch resolves, the
 empty one does not, and each red-team attack (a diff that fixes nothing and tries to be graded
-resolved anyway) comes out not resolved, reward 0, with the status named in its case. All graded in
-one batch, three sandboxes at a time, on one environment (Django 4.2's requirements) and one
-fixture repository, both built once into the cache. docs/agent.md has the table.
+resolved anyway) comes out not resolved, reward 0, with the status named in its case. Graded in
+two batches (the gold, empty and newer-names patches; the attacks, under `slow`), three sandboxes at a
+time, on one environment (Django 4.2's requirements) and one fixture repository, both built once into
+the cache. docs/agent.md has the table.
 """
 
 from __future__ import annotations
@@ -130,57 +131,76 @@ def make_diff(snapshot: Path, scratch: Path, appends: dict[str, str]) -> str:
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    """The gold patch, the empty one and every attack, graded in one batch."""
+def django(tmp_path_factory):
+    """The task, its store and its snapshot (the fixture repository built once into the cache)."""
     root = tmp_path_factory.mktemp("django")
     repos, task = make_django_task(default_cache_dir())
     store = RepoStore(repos, root / "cache")
-    snapshot = store.snapshot(task.repo, task.base_commit)
-    diffs = [make_diff(snapshot, root / "scratch", a.appends) for a in ATTACKS]
+    return root, task, store, store.snapshot(task.repo, task.base_commit)
 
+
+def grade_many(store: RepoStore, items: list) -> list:
     async def main():
         async with SessionHost() as host:
             grader = RepoGrader(host, store, env_cache=default_cache_dir(), concurrency=3)
-            return await grader.grade_many([(task, task.gold_patch), (task, ""), (newer, task.gold_patch),
-                                            *((task, d) for d in diffs)])
+            return await grader.grade_many(items)
 
+    return asyncio.run(main())
+
+
+@pytest.fixture(scope="module")
+def graded(django):
+    """The gold patch, the empty one and the gold under Python 3.11+'s names, graded in one batch."""
+    _, task, store, _ = django
     newer = dataclasses.replace(task, instance_id="django__django-intcomma-311", fail_to_pass=NEWER_F2P, pass_to_pass=DOC_P2P)
-    results = asyncio.run(main())
-    return task, results[0], results[1], dict(zip((a.id for a in ATTACKS), results[3:], strict=True)), results[2]
+    gold, empty, newer_gold = grade_many(store, [(task, task.gold_patch), (task, ""), (newer, task.gold_patch)])
+    return task, gold, empty, newer_gold
 
 
-def test_the_task_runs_under_django_runtests(graded):
-    task = graded[0]
+# Every attack, graded in one batch of its own: 15 Django test runs, the module's dearest part, so
+# `slow` (CI runs it; the default suite keeps the gold, the empty patch and the names above, and the
+# red team on pytest tasks: tests/swe/test_grader_redteam.py). Issue 46: the default suite under 15 min.
+@pytest.fixture(scope="module")
+def attacked(django):
+    root, task, store, snapshot = django
+    diffs = [make_diff(snapshot, root / "scratch", a.appends) for a in ATTACKS]
+    return dict(zip((a.id for a in ATTACKS), grade_many(store, [(task, d) for d in diffs]), strict=True))
+
+
+def test_the_task_runs_under_django_runtests(django):
+    task = django[1]
     assert runs_django(task) and labels(task) == ["humanize_tests.tests"]
     assert runner_paths(task.test_patch) == [TEST]
 
 
 def test_gold_resolves_and_empty_does_not(graded):
-    _, gold, empty, _, _ = graded
+    _, gold, empty, _ = graded
     assert (gold.status, gold.reward, gold.findings) == ("resolved", 1.0, []), (gold, gold.log_tail[-2000:])
     assert set(gold.pass_to_pass.values()) == {"PASSED"} and set(gold.fail_to_pass.values()) == {"PASSED"}
     assert (empty.status, empty.reward, empty.findings) == ("unresolved", 0.0, []), (empty, empty.log_tail[-2000:])
     assert empty.fail_to_pass == {F2P[0]: "FAILED"} and set(empty.pass_to_pass.values()) == {"PASSED"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("attack", ATTACKS, ids=[a.id for a in ATTACKS])
-def test_attack_is_not_resolved(graded, attack):
-    r = graded[3][attack.id]
+def test_attack_is_not_resolved(attacked, attack):
+    r = attacked[attack.id]
     assert not r.resolved and r.reward == 0.0, f"ATTACK SUCCEEDED: {attack.id}: {r}"
     assert r.status == attack.expected, (r.status, r.findings, r.message, r.log_tail[-1500:])
     if r.status == "unresolved":
         assert "PASSED" not in r.fail_to_pass.values(), r
 
 
-def test_a_diff_under_tests_is_dropped_and_reported(graded):
-    r = graded[3]["settings-test-runner"]
+@pytest.mark.slow
+def test_a_diff_under_tests_is_dropped_and_reported(attacked):
+    r = attacked["settings-test-runner"]
     assert set(r.tests_touched) == {"tests/test_sqlite.py", "tests/humanize_tests/fake.py"}, r
 
 
 def test_python_3_11_names_and_docstring_names_are_matched(graded):
     """Python 3.11+ names a test ``name (module.Class.name)`` (SWE-bench's Django 5 rows), and a test
     with a docstring is named by its first line (what verbosity 2 prints before ``... ok``)."""
-    newer = graded[4]
+    newer = graded[3]
     assert (newer.status, newer.findings) == ("resolved", []), newer
     assert set(newer.fail_to_pass.values()) | set(newer.pass_to_pass.values()) == {"PASSED"}, newer
 
