@@ -6,8 +6,19 @@ Used by the reward, the tool and the evaluator. Retries only what is safe and me
 retry: HTTP 429/503/504, connection errors, and a 5xx that did not come from a coderl process (no
 ``X-Coderl-Isolation`` header: a proxy such as Ray Serve's answering for a replica that died), with jittered exponential backoff (honouring
 Retry-After), moving to the next URL each time. A 4xx is the caller's mistake and raises
-`BadRequest` at once; retries exhausted raise `ServiceUnavailable`. A read timeout is not retried
-(`ServiceError`): the service may still be running that work, and sending it again doubles it.
+`BadRequest` at once; retries exhausted raise `ServiceUnavailable`.
+
+A request that carries its own deadline (``timeout_s`` of /v1/run, /v1/judge, /v1/swe/grade: the
+service answers it, with its result or a 504, within that many seconds) is lost when no answer
+came ``min(DEADLINE_GRACE_S, deadline)`` after it: a proxy dropped it (Ray Serve retries a request
+whose first replica died on another, whose ASGI body it can no longer deliver: issue 49), and it
+is sent again. Re-sending these is safe: each is a pure function of its body (a program, tests, a
+diff, each run in a fresh sandbox), and the abandoned attempt's work is cancelled when its
+connection closes (`coderl.server.service.cancel_on_disconnect`; Ray Serve's proxy cancels it
+too). Without a deadline given, these routes get ``timeout_s`` minus the grace, so every attempt
+of them is bounded by the client's ``timeout_s``. A read timeout on any other request is not
+re-sent (`ServiceError`): opening a session may still complete, and a session's commands are
+not idempotent.
 
     async with SandboxClient("http://127.0.0.1:8080") as client:
         results = await client.judge([{"code": "print(1)", "tests": {"inputs": [""], "outputs": ["1"]}}])
@@ -40,6 +51,10 @@ from coderl.errors import (
 
 RETRY_STATUS = (429, 503, 504)
 KEEPALIVE_S = 2.0
+# how long past a request's own deadline the client waits before counting it lost: the proxy's
+# routing, the body's transfer and the answer's, on a loaded node
+DEADLINE_GRACE_S = 30.0
+MAX_DEADLINE_S = 3600.0  # the largest deadline /v1/run and /v1/judge take
 
 
 class SandboxClient:
@@ -53,6 +68,7 @@ class SandboxClient:
             raise BadRequest(f"sandbox URL(s) must be http(s):// URLs, got {urls!r}")
         self.urls = [u.rstrip("/") for u in url_list]
         self.retries = retries
+        self.timeout_s = timeout_s
         self._token = {api_token.HEADER: token} if (token := token_from() if token is None else token) else {}
         self.backoff_s = backoff_s
         self.max_backoff_s = max_backoff_s
@@ -84,10 +100,9 @@ class SandboxClient:
     # ------------------------------------------------------------------ API
     async def judge(self, submissions: list[dict[str, Any]], *, timeout_s: float | None = None) -> list[dict[str, Any]]:
         """POST /v1/judge; one result dict per submission (``error`` set where it could not run)."""
-        body: dict[str, Any] = {"submissions": submissions}
-        if timeout_s is not None:
-            body["timeout_s"] = timeout_s
-        return (await self._request("POST", "/v1/judge", body))["results"]  # type: ignore[no-any-return]
+        deadline = self._deadline(timeout_s)
+        body: dict[str, Any] = {"submissions": submissions, "timeout_s": deadline}
+        return (await self._request("POST", "/v1/judge", body, deadline_s=deadline))["results"]  # type: ignore[no-any-return]
 
     async def judge_one(self, submission: dict[str, Any]) -> dict[str, Any]:
         """One submission's result. Submissions asked for within ``coalesce_s`` of each other (up to
@@ -129,18 +144,21 @@ class SandboxClient:
             if not future.done():  # a caller that gave up (cancelled) is skipped
                 future.set_result(result)
 
-    async def run(self, language: str, code: str, stdin: str = "", limits: dict[str, Any] | None = None) -> dict[str, Any]:
-        """POST /v1/run: one program, one stdin."""
+    async def run(self, language: str, code: str, stdin: str = "", limits: dict[str, Any] | None = None, *,
+                  timeout_s: float | None = None) -> dict[str, Any]:
+        """POST /v1/run: one program, one stdin. ``timeout_s``: the service's deadline for it, its
+        wait for a slot included (default: the client's ``timeout_s`` less the grace)."""
+        deadline = self._deadline(timeout_s)
         return await self._request("POST", "/v1/run", {"language": language, "code": code, "stdin": stdin,
-                                                        "limits": limits or {}})
+                                                        "limits": limits or {}, "timeout_s": deadline},
+                                   deadline_s=deadline)
 
     async def grade_swe(self, items: list[dict[str, Any]], *, timeout_s: float | None = None) -> list[dict[str, Any]]:
         """POST /v1/swe/grade: ``items`` are ``{"task": row, "patch": diff}`` (plus ``image`` for a
         row whose environment is an image; or ``{"harbor": {task}, "patch"}``); one result each."""
-        body: dict[str, Any] = {"items": items}
-        if timeout_s is not None:
-            body["timeout_s"] = timeout_s
-        return (await self._request("POST", "/v1/swe/grade", body))["results"]
+        deadline = self._deadline(timeout_s)
+        body: dict[str, Any] = {"items": items, "timeout_s": deadline}
+        return (await self._request("POST", "/v1/swe/grade", body, deadline_s=deadline))["results"]
 
     async def capabilities(self) -> dict[str, Any]:
         return await self._request("GET", "/v1/capabilities")
@@ -157,12 +175,26 @@ class SandboxClient:
         return False
 
     # ------------------------------------------------------------------ transport
+    def _deadline(self, timeout_s: float | None) -> float:
+        """The service's deadline for a request: the caller's, else the client's ``timeout_s`` less
+        the grace (so the attempt, deadline + grace, is bounded by ``timeout_s``)."""
+        if timeout_s is not None:
+            return timeout_s
+        return min(MAX_DEADLINE_S, self.timeout_s - min(DEADLINE_GRACE_S, self.timeout_s / 2))
+
     async def _request(self, method: str, path: str, body: Any = None, *, retries: int | None = None,
-                       headers: dict[str, str] | None = None, timeout_s: float | None = None) -> Any:
+                       headers: dict[str, str] | None = None, timeout_s: float | None = None,
+                       deadline_s: float | None = None) -> Any:
         """``retries``: None is the client's; a session's requests pass 0 (a command is not
-        idempotent, and its session lives on one replica). A coderl error body's ``type`` is raised
-        as that class (`errors.from_wire`): `EditRejected`, `UnknownSession`, ... as a local call would."""
+        idempotent, and its session lives on one replica). ``deadline_s``: the service answers
+        this request within it (the body says so), so an attempt with no answer by then plus the
+        grace was lost on the way and is sent again (the module's docstring says why that is
+        safe); without it a read timeout raises `ServiceError`. A coderl error body's ``type`` is
+        raised as that class (`errors.from_wire`): `EditRejected`, `UnknownSession`, ... as a
+        local call would."""
         retries = self.retries if retries is None else retries
+        if deadline_s is not None:
+            timeout_s = deadline_s + min(DEADLINE_GRACE_S, deadline_s)
         last = "no attempt"
         for attempt in range(retries + 1):
             url = self.urls[next(self._next)] + path
@@ -170,8 +202,11 @@ class SandboxClient:
                 response = await self._client.request(method, url, json=body, headers={**self._token, **(headers or {})},
                                                       timeout=httpx.USE_CLIENT_DEFAULT if timeout_s is None
                                                       else httpx.Timeout(timeout_s, connect=10.0))
-            except httpx.ReadTimeout as exc:  # the server may still be working on it: sending it again doubles the load
-                raise ServiceError(f"{method} {path}: no answer within the client's timeout ({exc})") from None
+            except httpx.ReadTimeout as exc:
+                if deadline_s is None:  # the server may still be working on it: sending it again doubles the load
+                    raise ServiceError(f"{method} {path}: no answer within the client's timeout ({exc})") from None
+                last = f"no answer within {timeout_s:g} s (its deadline {deadline_s:g} s + grace): lost on the way"
+                delay = None
             except (httpx.TransportError, httpx.DecodingError) as exc:
                 last = f"{type(exc).__name__}: {exc}"
                 delay = None

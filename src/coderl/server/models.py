@@ -51,6 +51,8 @@ class RunRequest(BaseModel):
     code: str = Field(max_length=1 << 20)
     stdin: str = ""
     limits: LimitsIn = LimitsIn()
+    # the request's deadline, its wait for a slot included (504 past it); default request_timeout_s
+    timeout_s: float | None = Field(default=None, gt=0, le=3600)
 
 
 class RunCodeRequest(BaseModel):

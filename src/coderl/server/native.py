@@ -51,7 +51,7 @@ async def run(body: RunRequest, request: Request) -> dict[str, Any]:
     with service.admission.admit():
         ex = await cancel_on_disconnect(
             request, service.engine.execute(Program(body.language, body.code), [body.stdin.encode()], limits),
-            service.settings.request_timeout_s)
+            body.timeout_s or service.settings.request_timeout_s)
     return {**service.meta(), **run_reply(ex, service.engine)}
 
 

@@ -7,12 +7,24 @@ Each replica owns its own engine (its slots on its node); clients give the list 
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
 import socket
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from coderl.server.settings import Settings
+
+# How long a replica waits for the next part of a request's body before answering 504. Ray Serve's
+# replica fetches the body from the proxy's per-request queue, which the first fetch empties: when
+# the replica the proxy chose dies after fetching it but before its acceptance reached the proxy,
+# the proxy sends the request to another replica, whose fetch then waits until the client goes
+# away (seen: a kill-test request hung 180 s on the survivor, issue 49). The proxy holds the body
+# it received, so a fetch answers in milliseconds; 15 s is slack for a starved node. A 504 is sent
+# again by `SandboxClient` and by verl's SandboxFusion client (which retries only a 504).
+BODY_WAIT_S = 15.0
 
 # Ray Serve's controller restarts an HTTP proxy that misses 3 checks in a row: 5 s each for the
 # readiness check while it starts, 10 s each for the health check (every 10 s) after. On a node
@@ -42,10 +54,64 @@ def start_serve(http_options: dict[str, Any]) -> None:
         serve.start(http_options=http_options, controller_options=options)
 
 
-def build_app(settings: Settings, *, replicas: int | None = None, cpus_per_replica: float = 1.0) -> Any:
-    """The bound Ray Serve application (call ``serve.run`` on it)."""
-    from ray import serve
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+Asgi = Callable[[dict[str, Any], Receive, Send], Awaitable[None]]
 
+
+class BodyDeadline:
+    """ASGI middleware: a request's body is read before the app sees it, each part waited for at
+    most ``wait_s``; a body that stops coming, or ends short of its Content-Length, is answered
+    504 (the client sends it again) instead of holding the request until its client gives up. The
+    app then reads the same messages, and later ones (a disconnect) from the server as before. A
+    body past ``max_bytes`` is handed on unfinished, for the app's size cap to refuse."""
+
+    def __init__(self, app: Asgi, *, wait_s: float = BODY_WAIT_S, max_bytes: int) -> None:
+        self.app = app
+        self.wait_s = wait_s
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
+        headers = dict(scope.get("headers") or [])
+        if scope["type"] != "http" or (b"content-length" not in headers and b"transfer-encoding" not in headers):
+            await self.app(scope, receive, send)
+            return
+        messages: list[dict[str, Any]] = []
+        size, complete = 0, False
+        while not complete and size <= self.max_bytes:
+            try:
+                message = await asyncio.wait_for(receive(), self.wait_s)
+            except TimeoutError:
+                await _body_lost(send, f"the request's body stopped arriving for {self.wait_s:g} s "
+                                       f"(a proxy lost it); send it again")
+                return
+            if message["type"] != "http.request":  # the client went away: nobody to answer
+                return
+            messages.append(message)
+            size += len(message.get("body", b""))
+            complete = not message.get("more_body", False)
+        declared = headers.get(b"content-length", b"")
+        if complete and declared.isdigit() and int(declared) != size:
+            await _body_lost(send, f"the request's body arrived with {size} of its {int(declared)} bytes "
+                                   f"(a proxy lost part of it); send it again")
+            return
+
+        async def replay() -> dict[str, Any]:
+            return messages.pop(0) if messages else await receive()
+
+        await self.app(scope, replay, send)
+
+
+async def _body_lost(send: Send, detail: str) -> None:
+    payload = json.dumps({"detail": detail, "type": "DeadlineExceeded"}).encode()
+    await send({"type": "http.response.start", "status": 504,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]})
+    await send({"type": "http.response.body", "body": payload})
+
+
+def replica_app(settings: Settings, *, body_wait_s: float = BODY_WAIT_S) -> Any:
+    """The FastAPI app one replica serves: the service's, with the replica named in each answer
+    (``X-Coderl-Replica``: host:pid) and a deadline on each request's body (`BodyDeadline`)."""
     from coderl.server.app import create_app
 
     app = create_app(settings)
@@ -55,6 +121,16 @@ def build_app(settings: Settings, *, replicas: int | None = None, cpus_per_repli
         response = await call_next(request)
         response.headers["X-Coderl-Replica"] = f"{socket.gethostname()}:{os.getpid()}"
         return response
+
+    app.add_middleware(BodyDeadline, wait_s=body_wait_s, max_bytes=int(settings.max_body_mb * 1024 * 1024))
+    return app
+
+
+def build_app(settings: Settings, *, replicas: int | None = None, cpus_per_replica: float = 1.0) -> Any:
+    """The bound Ray Serve application (call ``serve.run`` on it)."""
+    from ray import serve
+
+    app = replica_app(settings)
 
     @serve.deployment(name="coderl-sandbox", num_replicas=replicas or "auto" if replicas is None else replicas,
                       ray_actor_options={"num_cpus": cpus_per_replica},
