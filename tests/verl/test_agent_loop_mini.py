@@ -37,6 +37,10 @@ def mini_script(tokenizer) -> list[list[int]]:
             char_ids(tokenizer, f"It prints 3. Submitting.\n<tool_call>\n{json.dumps(submit)}\n</tool_call>")]
 
 
+# slow (CI runs it): the default suite keeps its two halves, the stock mini-swe-agent in a session
+# sandbox through the real gateway (tests/data/test_swe_sft.py's gold episode) and verl's agent loop
+# over a session sandbox (tests/verl/test_agent_loop.py); issue 46, the default suite under 15 minutes
+@pytest.mark.slow
 @needs(bool(VENV) and Path(VENV, "bin", "mini").exists(),
        f"mini-swe-agent is not installed at {VENV} (MINI_SWE_AGENT_VENV): run scripts/install_mini_swe_agent.sh")
 def test_unmodified_mini_swe_agent_in_session_sandbox(tiny_model, tiny_tokenizer, tmp_path):
