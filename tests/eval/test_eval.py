@@ -263,13 +263,21 @@ def test_eval_script_goes_on_after_a_failed_checkpoint(tmp_path):
     assert "evaluation failed for step(s): 20 40" in done.stderr
 
 
-def test_extraction_rules_lcb_by_default_and_coderl_on_request(tmp_path):
-    """A cut-off answer (an unterminated fence) and a fence-less program score 0 under
-    LiveCodeBench's rule, the default; the reward's rule, asked for, scores them."""
+@pytest.fixture(scope="module")
+def built_lcb(tmp_path_factory) -> Path:
+    """`coderl data lcb` over the fixture's raw rows (release v5), built once for the tests that read it."""
     from tests.data.fixtures import lcb_rows, write_jsonl
 
-    raw = write_jsonl(lcb_rows(), tmp_path / "raw" / "test5.jsonl")
-    assert coderl("data", "lcb", "--source", raw, "--out", str(tmp_path / "lcb"), "--release", "v5").returncode == 0
+    root = tmp_path_factory.mktemp("built-lcb")
+    raw = write_jsonl(lcb_rows(), root / "raw" / "test5.jsonl")
+    built = coderl("data", "lcb", "--source", raw, "--out", str(root / "lcb"), "--release", "v5")
+    assert built.returncode == 0, built.stderr[-2000:]
+    return root / "lcb"
+
+
+def test_extraction_rules_lcb_by_default_and_coderl_on_request(tmp_path, built_lcb):
+    """A cut-off answer (an unterminated fence) and a fence-less program score 0 under
+    LiveCodeBench's rule, the default; the reward's rule, asked for, scores them."""
     responses = tmp_path / "r.jsonl"
     responses.write_text(json.dumps({"question_id": "abc999_a", "responses": [
         "Here:\n```python\nprint(sum(map(int, input().split())))\n",
@@ -277,7 +285,7 @@ def test_extraction_rules_lcb_by_default_and_coderl_on_request(tmp_path):
         "```python\nprint(sum(map(int, input().split())))\n```"]}) + "\n")
     rules = {}
     for rule in ("lcb", "coderl"):
-        done = coderl("eval", "lcb", "--problems", str(tmp_path / "lcb"), "--out", str(tmp_path / rule), "--backend",
+        done = coderl("eval", "lcb", "--problems", str(built_lcb), "--out", str(tmp_path / rule), "--backend",
                       "responses", "--responses", str(responses), "--n", "3", "--limit", "1", "--extraction", rule)
         assert done.returncode == 0, done.stderr[-2000:]
         recs = sorted(samples(tmp_path / rule), key=lambda r: r["sample"])
@@ -310,21 +318,18 @@ def test_results_table_keeps_one_row_per_step(tmp_path):
     assert refused.returncode == 2 and "no problem was scored" in refused.stderr
 
 
-def test_lcb_builder_output_and_raw_rows_end_to_end(tmp_path):
+def test_lcb_builder_output_and_raw_rows_end_to_end(tmp_path, built_lcb):
     """The contract with `coderl data lcb`: its output (and raw LiveCodeBench rows) evaluate as is,
     stdin and LeetCode functional problems alike, with the window from its meta.json."""
     from tests.data.fixtures import lcb_rows, write_jsonl
 
-    raw = write_jsonl(lcb_rows(), tmp_path / "raw" / "test5.jsonl")
-    built = coderl("data", "lcb", "--source", raw, "--out", str(tmp_path / "lcb"), "--release", "v5")
-    assert built.returncode == 0, built.stderr[-2000:]
     responses = tmp_path / "r.jsonl"
     responses.write_text("".join(json.dumps(r) + "\n" for r in [
         {"question_id": "abc999_a", "response": "```python\nprint(sum(map(int, input().split())))\n```"},
         {"question_id": "3314", "response": "```python\nclass Solution:\n    def countPairs(self, nums, target):\n"
                                             "        return sum(nums[i] + nums[j] < target for i in range(len(nums))"
                                             " for j in range(i + 1, len(nums)))\n```"}]))
-    done = coderl("eval", "lcb", "--problems", str(tmp_path / "lcb"), "--out", str(tmp_path / "built"), "--backend",
+    done = coderl("eval", "lcb", "--problems", str(built_lcb), "--out", str(tmp_path / "built"), "--backend",
                   "responses", "--responses", str(responses), "--n", "1")
     assert done.returncode == 0, done.stderr[-2000:]
     summary = json.loads((tmp_path / "built" / "summary.json").read_text())
