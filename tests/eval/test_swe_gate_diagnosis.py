@@ -11,13 +11,21 @@ import asyncio
 import dataclasses
 
 from coderl.cache import default_cache_dir
-from coderl.eval.swe_gate import GATE_LIMITS, NETWORK, diagnose, gate_record, gate_summary, with_reasons
+from coderl.eval.swe_gate import (
+    GATE_LIMITS,
+    NETWORK,
+    diagnose,
+    gate_record,
+    gate_summary,
+    kept_row,
+    with_reasons,
+)
 from coderl.sandbox.session import SessionHost
 from coderl.swe.environment import build_env
 from coderl.swe.grade_status import GradeStatus
 from coderl.swe.grader import GradeResult
 from coderl.swe.store import RepoStore
-from coderl.swe.task import RepoTask
+from coderl.swe.task import EnvSpec, RepoTask
 from coderl.swe.task_set import build_task_set
 
 TASK = RepoTask(instance_id="r-1", repo="o/r", base_commit="0" * 40, problem_statement="",
@@ -64,14 +72,22 @@ def test_diagnose_gives_each_failing_test_its_own_words_in_the_sandbox(tmp_path)
     assertion and one that skips; only the named tests run (the file's passing test is deselected)."""
     task = build_task_set(tmp_path)[0]
     test_patch = ("diff --git a/test_offline.py b/test_offline.py\nnew file mode 100644\n--- /dev/null\n"
-                  "+++ b/test_offline.py\n@@ -0,0 +1,14 @@\n+import socket\n+import pytest\n+\n"
+                  "+++ b/test_offline.py\n@@ -0,0 +1,18 @@\n+import os, socket, urllib.request\n+import pytest\n+\n"
                   "+def test_dns():\n+    socket.getaddrinfo('coderl-gate.example', 80)\n+\n"
                   "+def test_wrong():\n+    assert 1 == 2\n+\n+def test_skip():\n+    pytest.skip('needs pint')\n+\n"
+                  "+def test_served():\n+    urllib.request.urlopen(os.environ['SERVICE_URL'], timeout=60)\n"
+                  "+    assert 'reached the service' == ''\n+\n"
                   "+def test_ok():\n+    assert True\n")
+    # the environment's test service runs in the diagnosis as in the grader's runs
+    service = {"name": "files", "argv": ["python", "-I", "-m", "http.server", "--bind", "127.0.0.1", "--directory",
+                                         "/tmp", "18766"], "port": 18766, "env": {"SERVICE_URL": "http://127.0.0.1:18766/"}}
     task = dataclasses.replace(task, test_patch=test_patch,
-                               fail_to_pass=("test_offline.py::test_dns", "test_offline.py::test_wrong"),
+                               env=EnvSpec.from_value({**task.env.to_dict(), "services": [service]}),
+                               fail_to_pass=("test_offline.py::test_dns", "test_offline.py::test_wrong",
+                                             "test_offline.py::test_served"),
                                pass_to_pass=("test_offline.py::test_skip", "test_offline.py::test_ok"))
-    wanted = ["test_offline.py::test_dns", "test_offline.py::test_wrong", "test_offline.py::test_skip"]
+    wanted = ["test_offline.py::test_dns", "test_offline.py::test_wrong", "test_offline.py::test_skip",
+              "test_offline.py::test_served"]
 
     async def main():
         store = RepoStore(tmp_path / "repos", tmp_path / "cache")
@@ -86,6 +102,7 @@ def test_diagnose_gives_each_failing_test_its_own_words_in_the_sandbox(tmp_path)
     assert reasons["test_offline.py::test_wrong"].startswith("FAILED (call): assert") or "AssertionError" in reasons[
         "test_offline.py::test_wrong"], reasons
     assert reasons["test_offline.py::test_skip"] == "SKIPPED: needs pint"
+    assert "reached the service" in reasons["test_offline.py::test_served"], reasons
 
 
 def test_a_run_cut_short_is_no_drift_of_the_tests_it_did_not_reach():
@@ -102,3 +119,26 @@ def test_a_run_cut_short_is_no_drift_of_the_tests_it_did_not_reach():
     assert gate_record(TASK, [dataclasses.replace(gold, message="", pass_to_pass={"t.py::a": "PASSED", "t.py::b": "PASSED"})],
                        [empty_oom])["category"] == "empty_cut_short"
     assert GATE_LIMITS.exec_s >= 1800 and GATE_LIMITS.episode_s > GATE_LIMITS.exec_s
+
+
+def test_a_row_keeps_its_other_fail_to_pass_tests_when_some_need_the_network():
+    """Only FAIL_TO_PASS tests diagnosed as needing the network are dropped, and only while the
+    rest still tell gold from empty (pass every gold run, not every empty run)."""
+    def record(empty_g: str) -> dict:
+        gold = GradeResult("r-1", GradeStatus.UNRESOLVED, None, fail_to_pass={"t.py::f": "FAILED", "t.py::g": "PASSED"},
+                           pass_to_pass={"t.py::a": "PASSED", "t.py::b": "PASSED"})
+        empty = GradeResult("r-1", GradeStatus.UNRESOLVED, None, fail_to_pass={"t.py::f": "FAILED", "t.py::g": empty_g},
+                            pass_to_pass={"t.py::a": "PASSED", "t.py::b": "PASSED"})
+        return gate_record(TASK, [gold], [empty])
+
+    kept = with_reasons(record("FAILED"), {"t.py::f": DNS})
+    assert kept["kept"] and kept["category"] == "kept" and kept["f2p_network"] == ["t.py::f"]
+    row = kept_row(TASK.to_row(), kept)
+    assert row["FAIL_TO_PASS"] == ["t.py::g"] and row["gate"]["f2p_network"] == ["t.py::f"]
+    assert gate_summary([kept], repeats=1)["f2p_network"] == 1
+    # the rest passes with the empty patch too: nothing tells the fix apart, the row is not kept
+    moot = with_reasons(record("PASSED"), {"t.py::f": DNS})
+    assert moot["category"] == "needs_network" and not moot["kept"] and "pass with the empty patch too" in moot["why"]
+    # the failing test fails for another reason: broken, never dropped
+    broken = with_reasons(record("FAILED"), {"t.py::f": "FAILED (call): AssertionError: assert 1 == 2"})
+    assert broken["category"] == "gold_not_resolved" and not broken["kept"]

@@ -22,7 +22,11 @@ those tests run once more with the gold patch, each failure's or skip's own word
 so a dropped row says why. A row whose every failing FAIL_TO_PASS test fails reaching the network
 (the sandbox has none: a host name that does not resolve, an unreachable network; ``NETWORK``)
 is ``needs_network``, not ``gold_not_resolved``: the row is sound, it cannot
-be graded offline; dropped PASS_TO_PASS tests that need it are counted as such.
+be graded offline; dropped PASS_TO_PASS tests that need it are counted as such. When the row's
+other FAIL_TO_PASS tests pass with every gold run, are not flaky and do not all pass with the
+empty patch, the row is kept without the ones that need the network (``f2p_network`` in its
+record and its ``gate``): they can never pass offline, and the rest still tell the fix from no
+fix. The diagnosis runs with the environment's test services started, as the grader's runs.
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ from coderl.errors import BadRequest, CoderlError
 from coderl.eval.swe import read_records
 from coderl.sandbox.session import SessionHost
 from coderl.swe.grader import DEFAULT_GRADE_LIMITS, GradeResult, RepoGrader
-from coderl.swe.grading_run import test_files
+from coderl.swe.grading_run import INSIDE_DIR, start_services, test_files
 from coderl.swe.store import RepoStore
 from coderl.swe.task import RepoTask
 
@@ -100,8 +104,11 @@ def gate_record(task: RepoTask, golds: list[GradeResult], empties: list[GradeRes
             if result.message.startswith(CUT_SHORT):  # its missing tests are the limit's, not drift
                 return {**rec, "category": f"{name}_cut_short",
                         "why": f"{name} patch's run cut short: {result.message[:200]} ({result.wall_s:.0f} s)"}
-    if f2p_failing:
-        return {**rec, "category": "gold_not_resolved", "f2p_failing": f2p_failing,
+    if f2p_failing:  # with what the rest of the row would be, should the failing ones need the network
+        rest = [t for t in task.fail_to_pass if t not in f2p_failing]
+        rest_record = {"tests": len(rest), "p2p_kept": len(task.pass_to_pass) - len(drift) - len(p2p_flaky),
+                       "empty_resolves": all(passes(empty_runs, t) == len(empties) for t in rest)}
+        return {**rec, "category": "gold_not_resolved", "f2p_failing": f2p_failing, "f2p_rest": rest_record,
                 "why": f"FAIL_TO_PASS failing with the gold patch: {_some(f2p_failing)}"}
     if all(passes(empty_runs, t) == len(empties) for t in task.fail_to_pass):
         return {**rec, "category": "empty_resolves", "why": "every FAIL_TO_PASS test passes with the empty patch"}
@@ -162,7 +169,8 @@ async def diagnose(host: SessionHost, snapshot: Path, env_dir: Path, task: RepoT
     wanted = {t.split("::", 1)[0] for t in tests}
     files = [f for f in test_files(task) if f in wanted]
     try:
-        session = await host.open(snapshot, env_dir=env_dir)
+        # the test services' starter is the grader's (pytest_inside/services.py), bound as the grader binds it
+        session = await host.open(snapshot, env_dir=env_dir, ro_binds=[str(INSIDE_DIR)] if task.env.services else [])
     except CoderlError:
         return {}
     try:
@@ -171,8 +179,11 @@ async def diagnose(host: SessionHost, snapshot: Path, env_dir: Path, task: RepoT
                 return {}
         await session.write_file("/tmp/coderl_reasons.py", _REASONS.encode())
         await session.write_file("/tmp/coderl_tests.txt", "\n".join(tests).encode())
-        run = await session.exec("python /tmp/coderl_reasons.py " + " ".join(shlex.quote(f) for f in files)
-                                 + " >/dev/null 2>&1; cat /tmp/coderl_reasons.out", timeout_s=1800)
+        services = task.env.services  # started as the grader starts them, their variables set
+        run = await session.exec(start_services("python", services) + "python /tmp/coderl_reasons.py "
+                                 + " ".join(shlex.quote(f) for f in files)
+                                 + " >/dev/null 2>&1; cat /tmp/coderl_reasons.out", timeout_s=1800,
+                                 env={k: v for svc in services for k, v in svc.env})
     except CoderlError:
         return {}
     finally:
@@ -209,9 +220,19 @@ def with_reasons(record: dict[str, Any], reasons: dict[str, str]) -> dict[str, A
         said = [f"{t} {reason(t) or s}" for t, s in list(f2p.items())[:3]]
         more = f" and {len(f2p) - 3} more" if len(f2p) > 3 else ""
         if all(NETWORK.search(reason(t)) for t in f2p):
-            return {**rec, "category": "needs_network",
-                    "why": f"{len(f2p)} FAIL_TO_PASS tests need the network, which the sandbox does not give: "
-                           + "; ".join(said) + more}
+            why = (f"{len(f2p)} FAIL_TO_PASS tests need the network, which the sandbox does not give: "
+                   + "; ".join(said) + more)
+            rest = record.get("f2p_rest") or {}
+            if rest.get("tests") and not rest.get("empty_resolves") and not record.get("f2p_flaky"):
+                # the row's other FAIL_TO_PASS tests pass with gold every time and fail with empty: it
+                # is kept without the ones no offline run can pass, each recorded (as drift is)
+                return {**rec, "kept": True, "category": "kept", "f2p_network": list(f2p),
+                        "p2p_kept": rest.get("p2p_kept", 0),
+                        "why": f"{len(f2p)} FAIL_TO_PASS dropped, they need the network ({'; '.join(said)}{more}); "
+                               f"{rest['tests']} kept"}
+            if rest.get("tests") and rest.get("empty_resolves"):
+                why += f"; the other {rest['tests']} pass with the empty patch too"
+            return {**rec, "category": "needs_network", "why": why}
         return {**rec, "why": "FAIL_TO_PASS failing with the gold patch: " + "; ".join(said) + more}
     if record["kept"] and network_p2p:
         rec["why"] = f"{record['why']}; {len(network_p2p)} of them need the network"
@@ -234,9 +255,14 @@ def kept_row(row: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
     """The validated row: the drifted and the flaky PASS_TO_PASS tests taken out (each kept in the
     row's ``gate`` record with its statuses)."""
     dropped, flaky = record["p2p_dropped"], record.get("p2p_flaky", {})
-    p2p = [t for t in RepoTask.from_row(row).pass_to_pass if t not in dropped and t not in flaky]
-    return {**row, "PASS_TO_PASS": p2p,
-            "gate": {"p2p_dropped": dropped, "p2p_flaky": flaky, "repeats": record.get("repeats", 1)}}
+    task = RepoTask.from_row(row)
+    p2p = [t for t in task.pass_to_pass if t not in dropped and t not in flaky]
+    network = record.get("f2p_network") or []
+    gate = {"p2p_dropped": dropped, "p2p_flaky": flaky, "repeats": record.get("repeats", 1)}
+    if network:  # FAIL_TO_PASS tests that need the network: out of the row, named in its record
+        row = {**row, "FAIL_TO_PASS": [t for t in task.fail_to_pass if t not in network]}
+        gate["f2p_network"] = network
+    return {**row, "PASS_TO_PASS": p2p, "gate": gate}
 
 
 async def run_gate(tasks_file: str, repos: Path, out: Path, *, cache_dir: Path, concurrency: int = 1,
@@ -303,7 +329,8 @@ def gate_summary(records: list[dict[str, Any]], repeats: int) -> dict[str, Any]:
             "flaky_rows": categories.get("flaky", 0), "needs_network_rows": categories.get("needs_network", 0),
             "broken_rows": sum(n for c, n in categories.items() if c not in ("kept", "flaky", "needs_network")),
             "p2p_dropped": sum(len(r.get("p2p_dropped") or {}) for r in kept),
-            "p2p_flaky": sum(len(r.get("p2p_flaky") or {}) for r in kept)}
+            "p2p_flaky": sum(len(r.get("p2p_flaky") or {}) for r in kept),
+            "f2p_network": sum(len(r.get("f2p_network") or []) for r in kept)}
 
 
 def gate_markdown(summary: dict[str, Any], records: list[dict[str, Any]]) -> str:
@@ -311,7 +338,8 @@ def gate_markdown(summary: dict[str, Any], records: list[dict[str, Any]]) -> str
              + ", ".join(f"{k} {v}" for k, v in sorted(summary["categories"].items()))
              + f"; flaky rows {summary.get('flaky_rows', 0)}, needing the network {summary.get('needs_network_rows', 0)}, "
              f"broken rows {summary.get('broken_rows', 0)}; "
-             f"PASS_TO_PASS dropped: {summary['p2p_dropped']} failing with gold, {summary.get('p2p_flaky', 0)} flaky", "",
+             f"PASS_TO_PASS dropped: {summary['p2p_dropped']} failing with gold, {summary.get('p2p_flaky', 0)} flaky; "
+             f"FAIL_TO_PASS dropped as needing the network: {summary.get('f2p_network', 0)}", "",
              "| instance | env | gold | empty | kept | why not / dropped tests |", "|---|---|---|---|---|---|"]
     for r in records:
         env = r.get("env", {})
