@@ -115,7 +115,9 @@ def place(snapshot: Path, env_dir: Path) -> int:
             if target.is_symlink() or target.exists():
                 if target.is_symlink() or hashlib.sha256(target.read_bytes()).hexdigest() != sha:
                     raise EnvBuildError(f"{snapshot.name} already holds {rel}, not the one the environment "
-                                        f"{env_dir.name} built: its tests would import another build")
+                                        f"{env_dir.name} built: its tests would import another build (a snapshot "
+                                        f"holds one environment's build: to lay this one, remove {snapshot} and "
+                                        f"{snapshot.name}.* beside it from the cache)")
                 continue
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(env_dir / PRODUCTS / rel, target)
