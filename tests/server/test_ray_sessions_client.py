@@ -70,10 +70,6 @@ def test_no_replica_urls_is_one_line():
         ReplicaSessions([])
 
 
-# slow (CI runs it; a whole graded episode, ~60 s at load ~25): the default suite keeps the client's walk
-# past a lost and a full replica (above) and verl's agent loop over a session sandbox
-# (tests/verl/test_agent_loop.py). Issue 46: the default suite under 15 minutes.
-@pytest.mark.slow
 @pytest.mark.verl
 def test_the_agent_loop_takes_a_replica_list(tokenizer, tmp_path):
     """verl's `GatewayAgentLoop` with ``sessions_url`` a list (a lost replica first, then a real
