@@ -545,13 +545,19 @@ SHAPES = {
     "geometry/__init__.py": "",
     "geometry/shapes/__init__.py": "",
     "geometry/shapes/area.py": "def square(side):\n    return side * 2\n\n\ndef rect(w, h):\n    return w * h\n",
+    # a testing helper of the repository, as matplotlib's check_figures_equal: a wrapper of its own
+    # (decorated where it is defined, no __wrapped__), which a context decorator wraps in the test file
+    "geometry/testing.py": ("import contextlib\n\n\ndef _marked(f):\n    return f\n\n\ndef checked(func):\n"
+                            "    @_marked\n    def wrapper():\n        func()\n    return wrapper\n\n\n"
+                            "@contextlib.contextmanager\ndef styled():\n    yield\n"),
     "tests/__init__.py": "",
     "tests/unit/__init__.py": "",
     "tests/unit/base.py": ("from geometry.shapes.area import rect\n\n\nclass SharedChecks:\n"
                            "    def test_shared(self):\n        assert rect(2, 2) == 4\n"),
     "tests/unit/test_area.py": (
         "# -*- coding: utf-8 -*-\nimport os\nfrom unittest import mock\n\nimport pytest\n\n"
-        "from geometry.shapes.area import rect, square\nfrom tests.unit.base import SharedChecks\n\n\n"
+        "from geometry.shapes.area import rect, square\nfrom geometry.testing import checked, styled\n"
+        "from tests.unit.base import SharedChecks\n\n\n"
         "class TestShared(SharedChecks):  # its test's code is in another file of the repository\n    pass\n\n\n"
         "@mock.patch('os.getcwd', return_value='/x')\ndef test_patched(cwd):  # a decorated test\n"
         "    assert os.getcwd() == '/x'\n\n\n"
@@ -562,7 +568,9 @@ SHAPES = {
         "        assert rect(w, h) == w * h\n\n\n"
         "@pytest.mark.xfail(reason='known upstream', strict=False)\ndef test_known_bug():\n    assert rect(1, 1) == 2\n\n\n"
         "@mock.patch('os.getcwd', return_value='/y')\nclass TestPatchedClass:  # each test wrapped by the class's decorator\n"
-        "    def test_wrapped(self, cwd):\n        assert os.getcwd() == '/y'\n"),
+        "    def test_wrapped(self, cwd):\n        assert os.getcwd() == '/y'\n\n\n"
+        "@styled()\n@checked\ndef test_styled():  # pytest calls the context's wrapper around the helper's\n"
+        "    assert rect(1, 2) == 2\n"),
 }
 SHAPES_FIX = {"geometry/shapes/area.py": SHAPES["geometry/shapes/area.py"].replace("side * 2", "side * side")}
 LABELS = ["a b", "x[1]", "caf\\xe9", "\\u65e5\\u672c"]  # pytest's ids escape what is not ASCII
@@ -597,7 +605,7 @@ def test_swe_shaped_rows_resolve_with_their_gold_patch_and_not_without(tmp_path)
                       pass_to_pass=(f"{f}::TestShared::test_shared", f"{f}::test_patched",
                                     f"{f}::TestRect::test_rect", f"{f}::TestRect::test_grid[1-2]",
                                     f"{f}::TestRect::test_grid[3-4]", f"{f}::test_known_bug",
-                                    f"{f}::TestPatchedClass::test_wrapped"),
+                                    f"{f}::TestPatchedClass::test_wrapped", f"{f}::test_styled"),
                       gold_patch=gold, env=ENV)
     sha, gold = make_repo(tmp_path / "repos", "srclib", SRCLIB, SRCLIB_FIX)
     srclib = RepoTask(instance_id="redteam__srclib-1", repo="redteam/srclib", base_commit=sha, problem_statement="",

@@ -110,6 +110,15 @@ class Pristine:
             self._decorated[path] = _decorated_lines(self._parse, self._sources.get(path))
         return code.co_firstlineno in self._decorated[path]
 
+    def decorates(self, path: str, name: str) -> bool:
+        """Whether the file at ``path`` decorates the function ``name`` it defines (itself or by a
+        class around it), read from its bytes as they were first read in the run: what pytest calls
+        for it may then be a wrapper the decorator made (matplotlib's ``@check_figures_equal``
+        returns a function of its own, ``@mpl.style.context`` wraps that)."""
+        if path not in self._sources:
+            self.add(path, now=False)
+        return name in _decorated_names(self._parse, self._sources.get(path))
+
     def defines(self, path: str, name: str) -> bool:
         """Whether the file at ``path`` defines a function ``name`` itself (at its top level or in
         a class), read from its bytes as they were first read in the run."""
@@ -160,6 +169,26 @@ def _decorated_lines(parse, source: bytes | None) -> frozenset[int]:  # type: ig
         if kind == "ClassDef":
             todo.extend((child, wrapped or own) for child in node.body)
     return frozenset(lines)
+
+
+def _decorated_names(parse, source: bytes | None) -> frozenset[str]:  # type: ignore[no-untyped-def]
+    """The names of the functions ``source`` defines at its top level and in its classes that a
+    decorator wraps: their own, or one of a class they are defined in."""
+    try:
+        tree = parse(source or b"")
+    except (SyntaxError, ValueError):
+        return frozenset()
+    names: set[str] = set()
+    todo = [(node, False) for node in tree.body]
+    while todo:
+        node, wrapped = todo.pop()
+        kind = type(node).__name__
+        own = bool(getattr(node, "decorator_list", None))
+        if kind in ("FunctionDef", "AsyncFunctionDef") and (own or wrapped):
+            names.add(node.name)
+        if kind == "ClassDef":
+            todo.extend((child, wrapped or own) for child in node.body)
+    return frozenset(names)
 
 
 def _defined_names(parse, source: bytes | None) -> frozenset[str]:  # type: ignore[no-untyped-def]
@@ -329,6 +358,9 @@ class Provenance:
 
     def decorated(self, code) -> bool:  # type: ignore[no-untyped-def]
         return self._pristine.decorated(code)
+
+    def decorates(self, path: str, name: str) -> bool:
+        return self._pristine.decorates(path, name)
 
     def defines(self, path: str, name: str) -> bool:
         return self._pristine.defines(path, name)
