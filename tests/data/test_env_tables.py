@@ -100,3 +100,7 @@ def test_compiled_projects_are_built_as_swe_bench_builds_them():
     assert not any("QHULL" in s or "wget" in s for s in mpl.pre_install)
     assert any("system_qhull = true" in s for s in mpl.pre_install)
     assert dict(mpl.build_env) == {"SETUPTOOLS_SCM_PRETEND_VERSION": "3.7.0"}
+    assert {"pytest", "pytest-rerunfailures"} <= set(mpl.requirements)  # environment.yml's, SWE-bench's conda step
+    old_mpl = table_spec("matplotlib/matplotlib", "3.3", source="", resolved_at="2020-11-01T00:00:00Z")
+    assert dict(old_mpl.build_env)["MPLSETUPCFG"] == "mplsetup.cfg"  # its setupext reads setup.cfg unless named
+    assert any("system_qhull = true" in s for s in old_mpl.pre_install)
