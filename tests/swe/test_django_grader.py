@@ -2,9 +2,9 @@
 4.2.10's sources with 4.2.11's ``intcomma`` fix (``django_fixture.py``). The gold patch resolves, the
 empty one does not, and each red-team attack (a diff that fixes nothing and tries to be graded
 resolved anyway) comes out not resolved, reward 0, with the status named in its case. Graded in
-two batches (the gold, empty and newer-names patches; the attacks, under `slow`), three sandboxes at a
-time, on one environment (Django 4.2's requirements) and one fixture repository, both built once into
-the cache. docs/agent.md has the table.
+two batches (the gold, empty and newer-names patches; the attacks), three sandboxes at a time, on
+one environment (Django 4.2's requirements) and one fixture repository, both built once into the
+cache. docs/agent.md has the table.
 """
 
 from __future__ import annotations
@@ -157,9 +157,9 @@ def graded(django):
     return task, gold, empty, newer_gold
 
 
-# Every attack, graded in one batch of its own: 15 Django test runs, the module's dearest part, so
-# `slow` (CI runs it; the default suite keeps the gold, the empty patch and the names above, and the
-# red team on pytest tasks: tests/swe/test_grader_redteam.py). Issue 46: the default suite under 15 min.
+# Every attack, graded in one batch of its own: 15 Django test runs, the module's dearest part (~16 s
+# on a quiet 2-vCPU machine). It stays in the default suite: a forgeable Django reward is a
+# first-order defect, and issue 45 asks for this red team there.
 @pytest.fixture(scope="module")
 def attacked(django):
     root, task, store, snapshot = django
@@ -181,7 +181,6 @@ def test_gold_resolves_and_empty_does_not(graded):
     assert empty.fail_to_pass == {F2P[0]: "FAILED"} and set(empty.pass_to_pass.values()) == {"PASSED"}
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("attack", ATTACKS, ids=[a.id for a in ATTACKS])
 def test_attack_is_not_resolved(attacked, attack):
     r = attacked[attack.id]
@@ -191,7 +190,6 @@ def test_attack_is_not_resolved(attacked, attack):
         assert "PASSED" not in r.fail_to_pass.values(), r
 
 
-@pytest.mark.slow
 def test_a_diff_under_tests_is_dropped_and_reported(attacked):
     r = attacked["settings-test-runner"]
     assert set(r.tests_touched) == {"tests/test_sqlite.py", "tests/humanize_tests/fake.py"}, r
