@@ -816,3 +816,43 @@ def test_native_code_from_the_work_tree_is_a_finding(tmp_path):
     assert (r.status, r.reward) == ("tampered", 0.0), (r.status, r.message, r.log_tail[-1500:])
     assert any("native extension module" in f for f in r.findings), r.findings
     assert any("its code is not what tests/test_calc.py compiles to" in f for f in r.findings), (r.findings, r.log_tail[-3000:])
+
+
+# A test its file decorates with a helper of the work tree (matplotlib's @check_figures_equal under
+# @mpl.style.context) is called through that helper's wrapper, which the diff can change: a wrapper
+# that never calls the test, or swallows its failure, must not pass it.
+STYLED_TESTING = SHAPES["geometry/testing.py"]
+STYLED = {
+    "geometry/__init__.py": "",
+    "geometry/area.py": "def square(side):\n    return side * 2\n",
+    "geometry/testing.py": STYLED_TESTING,
+    "tests/__init__.py": "",
+    "tests/test_sq.py": ("from geometry.area import square\nfrom geometry.testing import checked, styled\n\n\n"
+                         "@styled()\n@checked\ndef test_square():\n    assert square(3) == 9\n"),
+}
+STYLED_FIX = {"geometry/area.py": "def square(side):\n    return side * side\n"}
+STYLED_ATTACKS = {
+    "wrapper-never-calls-the-test": STYLED_TESTING.replace("        func()\n", "        return None\n"),
+    "wrapper-swallows-the-failure": STYLED_TESTING.replace(
+        "        func()\n", "        try:\n            func()\n        except AssertionError:\n            pass\n"),
+    # the context the test file wraps it in (contextlib's own wrapper calls it) swallows the failure
+    "context-swallows-the-failure": STYLED_TESTING.replace(
+        "def styled():\n    yield\n", "def styled():\n    try:\n        yield\n    except AssertionError:\n        pass\n"),
+}
+
+
+def test_a_work_tree_wrapper_around_a_decorated_test_cannot_pass_it(tmp_path):
+    sha, gold = make_repo(tmp_path / "repos", "styled", STYLED, STYLED_FIX)
+    task = RepoTask(instance_id="redteam__styled-1", repo="redteam/styled", base_commit=sha, problem_statement="",
+                    fail_to_pass=("tests/test_sq.py::test_square",), pass_to_pass=(), gold_patch=gold, env=ENV)
+    work = tmp_path / "work"
+    git("clone", "-q", str(tmp_path / "repos" / "redteam__styled"), str(work))
+    git("checkout", "-q", sha, cwd=work)
+    diffs = []
+    for text in STYLED_ATTACKS.values():
+        (work / "geometry/testing.py").write_text(text)
+        diffs.append(git("diff", "--no-color", cwd=work))
+    results = grade_all(tmp_path, [(task, gold), *((task, d) for d in diffs)])
+    assert (results[0].status, results[0].reward) == ("resolved", 1.0), results[0]
+    for name, r in zip(STYLED_ATTACKS, results[1:], strict=True):
+        assert not r.resolved and r.reward == 0.0, f"ATTACK SUCCEEDED: {name}: {r}"

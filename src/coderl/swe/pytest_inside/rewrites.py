@@ -151,44 +151,36 @@ class Pristine:
             todo.extend(c for c in code.co_consts if isinstance(c, type(module)))
 
 
-def _decorated_lines(parse, source: bytes | None) -> frozenset[int]:  # type: ignore[no-untyped-def]
-    """The first lines (``co_firstlineno``) of the functions in ``source`` that a decorator wraps:
-    their own, or one of a class they are defined in."""
+def _decorated_functions(parse, source: bytes | None) -> list:  # type: ignore[no-untyped-def]
+    """The function nodes ``source`` defines at its top level and in its classes that a decorator
+    wraps, with whether it is their own decorator (else one of a class they are defined in)."""
     try:
         tree = parse(source or b"")
     except (SyntaxError, ValueError):
-        return frozenset()
-    lines: set[int] = set()
+        return []
+    found = []
     todo = [(node, False) for node in tree.body]
     while todo:
         node, wrapped = todo.pop()
         kind = type(node).__name__
         own = bool(getattr(node, "decorator_list", None))
         if kind in ("FunctionDef", "AsyncFunctionDef") and (own or wrapped):
-            lines.add(node.decorator_list[0].lineno if own else node.lineno)
+            found.append((node, own))
         if kind == "ClassDef":
             todo.extend((child, wrapped or own) for child in node.body)
-    return frozenset(lines)
+    return found
+
+
+def _decorated_lines(parse, source: bytes | None) -> frozenset[int]:  # type: ignore[no-untyped-def]
+    """The first lines (``co_firstlineno``) of the functions in ``source`` that a decorator wraps."""
+    return frozenset(node.decorator_list[0].lineno if own else node.lineno
+                     for node, own in _decorated_functions(parse, source))
 
 
 def _decorated_names(parse, source: bytes | None) -> frozenset[str]:  # type: ignore[no-untyped-def]
     """The names of the functions ``source`` defines at its top level and in its classes that a
-    decorator wraps: their own, or one of a class they are defined in."""
-    try:
-        tree = parse(source or b"")
-    except (SyntaxError, ValueError):
-        return frozenset()
-    names: set[str] = set()
-    todo = [(node, False) for node in tree.body]
-    while todo:
-        node, wrapped = todo.pop()
-        kind = type(node).__name__
-        own = bool(getattr(node, "decorator_list", None))
-        if kind in ("FunctionDef", "AsyncFunctionDef") and (own or wrapped):
-            names.add(node.name)
-        if kind == "ClassDef":
-            todo.extend((child, wrapped or own) for child in node.body)
-    return frozenset(names)
+    decorator wraps."""
+    return frozenset(node.name for node, _ in _decorated_functions(parse, source))
 
 
 def _defined_names(parse, source: bytes | None) -> frozenset[str]:  # type: ignore[no-untyped-def]
