@@ -46,7 +46,7 @@ from coderl.errors import BadRequest, CoderlError
 from coderl.eval.swe import read_records
 from coderl.sandbox.session import SessionHost
 from coderl.swe.grader import DEFAULT_GRADE_LIMITS, GradeResult, RepoGrader
-from coderl.swe.grading_run import INSIDE_DIR, start_services, test_files
+from coderl.swe.grading_run import INSIDE_DIR, service_env, start_services, test_files
 from coderl.swe.store import RepoStore
 from coderl.swe.task import RepoTask
 
@@ -183,7 +183,7 @@ async def diagnose(host: SessionHost, snapshot: Path, env_dir: Path, task: RepoT
         run = await session.exec(start_services("python", services) + "python /tmp/coderl_reasons.py "
                                  + " ".join(shlex.quote(f) for f in files)
                                  + " >/dev/null 2>&1; cat /tmp/coderl_reasons.out", timeout_s=1800,
-                                 env={k: v for svc in services for k, v in svc.env})
+                                 env=service_env(services))
     except CoderlError:
         return {}
     finally:

@@ -180,7 +180,7 @@ def launch(task: RepoTask, env: Path, rootdir: str, inifile: str | None) -> tupl
     environ = {"PATH": f"{env}/bin:/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8",
                "TMPDIR": "/tmp", "VIRTUAL_ENV": str(env), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
     services = task.env.services  # their variables (where the suite reads their address) never override the run's
-    environ = {**{k: v for s in services for k, v in s.env}, **environ}
+    environ = {**service_env(services), **environ}
     spec = {"nonce": secrets.token_hex(32), "args": args, "wanted": list(task.tests),
             "protected": sorted(task.protected_files), "site_packages": str(site_packages(env)), "env": environ}
     python = shlex.quote(str(env / "bin" / "python"))
@@ -199,6 +199,12 @@ def start_services(python: str, services: tuple[TestService, ...]) -> str:
     value = json.dumps([s.to_dict() for s in services])
     return (f"{python} -I -S {shlex.quote(str(INSIDE_DIR / 'services.py'))} {shlex.quote(value)} </dev/null >&2 "
             f"|| exit {EXIT_SERVICE}; ")
+
+
+def service_env(services: tuple[TestService, ...]) -> dict[str, str]:
+    """The variables the task's test services add to the tests' environment (where the suite
+    reads their addresses)."""
+    return {k: v for service in services for k, v in service.env}
 
 
 def service_failed(task: RepoTask, run: ExecResult) -> str | None:
