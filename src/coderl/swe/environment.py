@@ -14,7 +14,10 @@ uv from a copy of the project's tree at the spec's ``source`` commit (its snapsh
 the ``pre_install`` steps run in the copy (in the build sandbox: `coderl.sandbox.build_box`), then one resolution of the pins, the requirement files
 and the project's editable install (``install``, with ``build_env`` set), excluding every package
 uploaded after ``resolved_at`` but the exact ``==`` pins; ``uv pip freeze`` of the result is kept
-as ``coderl-lock.txt`` in the environment. The editable install is made in ``compat`` mode (a
+as ``coderl-lock.txt`` in the environment. A pin the project's own install requirement excludes
+gives way to it, as in SWE-bench's pip order (pins first, then the project;
+``coderl.swe.pin_overrides``), each such override recorded in the resolution and in the
+environment (``coderl-pin-overrides.json``). The editable install is made in ``compat`` mode (a
 plain path in a ``.pth``, no import hook), and its paths are then pointed at ``/repo``, where
 every episode's work tree is: the environment holds the project's metadata (version, entry
 points) and its dependencies, never its code. The steps and the project's build run on the host,
@@ -29,6 +32,7 @@ raises ``EnvBuildError`` with the failing step's own last lines.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import json
@@ -46,13 +50,14 @@ from coderl.errors import EnvBuildError
 from coderl.sandbox.build_box import run_boxed
 from coderl.sandbox.pythonenv import sandbox_python
 from coderl.sandbox.session import REPO
-from coderl.swe import build_products
+from coderl.swe import build_products, pin_overrides
 from coderl.swe.interpreters import find_python
 from coderl.swe.request_rows import check_untrusted_spec
 from coderl.swe.store import snapshot_path
 from coderl.swe.task import EnvSpec
 
 LOCK = "coderl-lock.txt"  # what uv resolved, `uv pip freeze` of the environment
+PIN_OVERRIDES = "coderl-pin-overrides.json"  # the table's pins the project's own requirements replaced
 _EXACT_PIN = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^]]*\])?\s*===?\s*[^,;*]+$")
 _NO_LIMIT = "2100-01-01T00:00:00Z"
 # the editable install needs a setuptools with PEP 660 (64, 2022-08): the build tools are resolved as
@@ -129,18 +134,22 @@ def resolution_key(spec: EnvSpec, cache_dir: Path, find_links: Path | None = Non
         _source_tree(spec, cache_dir, src)
         env = _build_environ()
         run_pre_install(spec, src)
-        wanted = src / ".coderl-requirements.in"
-        wanted.write_text("".join(f"{r}\n" for r in [*spec.requirements, *(f"-r {f}" for f in spec.requirement_files)]))
-        if spec.install and not no_build_isolation(spec):  # else built against the installed packages
-            with wanted.open("a") as fh:
-                fh.write(f"-e {spec.install}\n")
-        args = [uv_binary(), "pip", "compile", "--python", find_python(spec.python), "--no-progress", "--no-header",
-                "--no-annotate", "-C", "editable_mode=compat", *_resolution_args(spec, src, find_links), wanted.name]
-        proc = subprocess.run(args, capture_output=True, text=True, timeout=_BUILD_TIMEOUT_S, cwd=src,
-                              env={**env, **dict(spec.build_env)})
+        proc = _compile(spec, src, find_links, env)
+        overrides: list[dict[str, str]] = []
+        unread = ""
+        if proc.returncode != 0 and spec.trusted and spec.install and not no_build_isolation(spec) and \
+                exact_pins(list(spec.requirements)):  # a pin against the project's own requirement?
+            try:
+                declared = _declared_requirements(spec, src, find_links, env)
+            except EnvBuildError as exc:
+                declared, unread = [], f" (the project's own requirements could not be read: {exc})"
+            overrides = pin_overrides.overridden_pins(list(spec.requirements), declared, python=spec.python,
+                                                      install=spec.install)
+            if overrides:
+                proc = _compile(_without_pins(spec, overrides), src, find_links, env)
         if proc.returncode != 0:
             tail = proc.stderr.strip().splitlines()[-3:]
-            raise EnvBuildError(f"cannot resolve the Python {spec.python} environment: {' / '.join(tail)}")
+            raise EnvBuildError(f"cannot resolve the Python {spec.python} environment: {' / '.join(tail)}{unread}")
         packaging = {f: hashlib.sha256((src / f).read_bytes()).hexdigest() for f in
                      [*_PACKAGING, *spec.requirement_files] if (src / f).is_file()}
         made_of = {"python": find_python(spec.python), "resolution": proc.stdout.replace(str(src), REPO),
@@ -149,6 +158,8 @@ def resolution_key(spec: EnvSpec, cache_dir: Path, find_links: Path | None = Non
         compiled = build_products.compiled_sources_digest(src)
         if compiled:  # its build products are the environment's: shared only by the same compiled sources
             made_of["compiled_sources"] = compiled
+        if overrides:
+            made_of["pin_overrides"] = overrides
         key = "r" + hashlib.sha256(json.dumps(made_of, sort_keys=True).encode()).hexdigest()[:15]
         tmp = src.with_suffix(".tmp")
         tmp.write_text(json.dumps({"key": key, "spec": spec.to_dict(), **made_of}, indent=1))
@@ -156,6 +167,57 @@ def resolution_key(spec: EnvSpec, cache_dir: Path, find_links: Path | None = Non
         return key
     finally:
         shutil.rmtree(src, ignore_errors=True)
+
+
+def _compile(spec: EnvSpec, src: Path, find_links: Path | None, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """``uv pip compile`` of what the build installs (the project's editable install too, unless it
+    is built against the installed packages), as of the spec's date."""
+    wanted = src / ".coderl-requirements.in"
+    wanted.write_text("".join(f"{r}\n" for r in [*spec.requirements, *(f"-r {f}" for f in spec.requirement_files)]))
+    if spec.install and not no_build_isolation(spec):  # else built against the installed packages
+        with wanted.open("a") as fh:
+            fh.write(f"-e {spec.install}\n")
+    args = [uv_binary(), "pip", "compile", "--python", find_python(spec.python), "--no-progress", "--no-header",
+            "--no-annotate", "-C", "editable_mode=compat", *_resolution_args(spec, src, find_links), wanted.name]
+    return subprocess.run(args, capture_output=True, text=True, timeout=_BUILD_TIMEOUT_S, cwd=src,
+                          env={**env, **dict(spec.build_env)})
+
+
+def _declared_requirements(spec: EnvSpec, src: Path, find_links: Path | None, env: dict[str, str]) -> list[str]:
+    """The project's own ``Requires-Dist`` (``coderl.swe.pin_overrides``): its build backend's
+    metadata hook run on the tree's copy, in a throwaway virtualenv of the spec's Python holding the
+    backend's build requirements (resolved as of the spec's date)."""
+    backend, requires, paths = pin_overrides.build_system(src)
+    environ = {**env, **dict(spec.build_env)}
+    with tempfile.TemporaryDirectory(prefix="coderl-metadata.") as tmp:
+        venv, out = Path(tmp) / "venv", Path(tmp) / "out"
+        out.mkdir()
+        _run([find_python(spec.python), "-m", "venv", "--without-pip", str(venv)], "create the metadata environment")
+        python = str(venv / "bin" / "python")
+        tools = dataclasses.replace(spec, requirements=(), requirement_files=())
+        install = [uv_binary(), "pip", "install", "--python", python, "--no-progress", *_resolution_args(tools, src, find_links)]
+        hook = [python, "-c", pin_overrides.METADATA_HOOK]
+        if requires:
+            _run([*install, *requires], f"install the build requirements {' '.join(requires)}", cwd=src, env=environ)
+        more = json.loads(_run([*hook, "requires", str(out), backend, *paths], "ask the project's build backend "
+                               "for its build requirements", cwd=src, env=environ).strip().splitlines()[-1])
+        if more:
+            _run([*install, *more], f"install the build requirements {' '.join(more)}", cwd=src, env=environ)
+        found = _run([*hook, "metadata", str(out), backend, *paths],
+                     "read the project's metadata from its build backend", cwd=src, env=environ)
+        return pin_overrides.requires_dist(Path(found.strip().splitlines()[-1]))
+
+
+def _without_pins(spec: EnvSpec, overrides: list[dict[str, str]]) -> EnvSpec:
+    """The spec with the overridden pins left out: the project's own requirement decides them."""
+    dropped = {o["pin"] for o in overrides}
+    return dataclasses.replace(spec, requirements=tuple(r for r in spec.requirements if r not in dropped))
+
+
+def _recorded_overrides(spec: EnvSpec, cache_dir: Path, find_links: Path | None) -> list[dict[str, str]]:
+    """The pin overrides the spec's resolution recorded (``resolution_key``; none when it has no record)."""
+    memo = cache_dir / "resolutions" / f"{env_key(spec, find_links)}.json"
+    return json.loads(memo.read_text()).get("pin_overrides", []) if memo.is_file() else []
 
 
 def no_build_isolation(spec: EnvSpec) -> bool:
@@ -207,6 +269,9 @@ def run_pre_install(spec: EnvSpec, src: Path) -> None:
 
 def _project_env(spec: EnvSpec, dest: Path, cache_dir: Path, find_links: Path | None) -> None:
     """A real project's environment in ``dest`` (see the module docstring)."""
+    overrides = _recorded_overrides(spec, cache_dir, find_links)
+    if overrides:  # installed as the resolution was made: the project's requirement in their place
+        spec = _without_pins(spec, overrides)
     _run([find_python(spec.python), "-m", "venv", "--without-pip", str(dest)], f"create a Python {spec.python} virtualenv")
     src = dest.with_name(dest.name + ".src")
     shutil.rmtree(src, ignore_errors=True)
@@ -238,6 +303,8 @@ def _project_env(spec: EnvSpec, dest: Path, cache_dir: Path, find_links: Path | 
         lock = subprocess.run([uv_binary(), "pip", "freeze", "--python", python], capture_output=True, text=True,
                               env=env, timeout=120)
         (dest / LOCK).write_text(lock.stdout.replace(str(src), REPO))
+        if overrides:
+            (dest / PIN_OVERRIDES).write_text(json.dumps(overrides, indent=1))
         _point_at_repo(site_packages(dest), src)
     finally:
         shutil.rmtree(src, ignore_errors=True)
@@ -309,12 +376,13 @@ def site_packages(venv: Path) -> Path:
     return found[0]
 
 
-def _run(argv: list[str], what: str, *, cwd: Path | None = None, env: dict[str, str] | None = None) -> None:
+def _run(argv: list[str], what: str, *, cwd: Path | None = None, env: dict[str, str] | None = None) -> str:
     try:
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=_BUILD_TIMEOUT_S, cwd=cwd, env=env)
     except subprocess.TimeoutExpired as exc:
         raise EnvBuildError(f"cannot {what}: no result after {_BUILD_TIMEOUT_S} s") from exc
     _check(proc, what)
+    return proc.stdout
 
 
 # uv's words when a native build misses a header ("... need to install a library that provides `x.h`")
