@@ -3,14 +3,19 @@ the same tests in the same environment.
 
 For each instance, ``--repeat`` times (alternated, medians printed):
 
-- ``graded``: ``RepoGrader.grade`` on the gold patch, whole (what training pays per diff);
+- ``graded``: ``RepoGrader.grade`` on the gold patch, whole (what training pays per diff), every
+  grading started cold (a fresh sandbox opened, its launcher started while the diffs are applied);
+- ``graded, started ahead``: the same with ``RepoGrader(warm=1)``, whose grading sandbox and
+  launcher (interpreter, pytest, the runner's modules imported) were started after the task's last
+  grading and wait for the go-ahead (a GRPO group grades one task several times);
 - the grader's steps done one by one in one fresh session, each timed: the host's lookups
-  (snapshot, base tree, environment, pinned configuration, spec), the sandbox open, the gold patch
-  applied, the protected files restored, the test patch applied, the upper layer's byte code check,
-  the launcher's run with the snapshot's byte code (supervisor,
-  runner checks, pristine compile of the test files, collection, the tests, records), the records
-  read back (``verdicts.decide``) and the close; the launcher's run again with its byte code
-  compiled afresh (the grader before issue 49 item 5);
+  (snapshot, base tree, environment, pinned configuration, spec), the sandbox open with the
+  launcher started, the gold patch applied, the protected files restored with the test patch
+  applied, the upper layer's byte code check, the launcher's run from its go-ahead with the
+  snapshot's byte code (supervisor, pristine compile of the test files, collection, the tests,
+  records), the records read back (``verdicts.decide``) and the close; the launcher's run again,
+  whole (interpreter, imports: not started ahead), and with its byte code compiled afresh (the
+  grader before issue 49 item 5);
 - inside that session, after the grading run: the interpreter's floor (``python -c pass``), the
   launcher with ``--collect-only`` and the snapshot's byte code (everything but the tests: the
   launcher's checks, pytest's start, collection), and plain ``python -m pytest`` on
@@ -41,10 +46,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from coderl.sandbox import session_diffs
 from coderl.sandbox.session import REPO, SessionHost
 from coderl.swe.environment import site_packages
 from coderl.swe.grader import RepoGrader
-from coderl.swe.grading_run import INSIDE_DIR, base_tree, launch, locate_config, test_files, written_byte_code
+from coderl.swe.grading_run import base_tree, launch, locate_config, test_files, written_byte_code
 from coderl.swe.store import RepoStore
 from coderl.swe.task import RepoTask
 from coderl.swe.verdicts import decide
@@ -91,23 +97,26 @@ async def steps(grader: RepoGrader, task: RepoTask) -> dict[str, float]:
     rootdir, inifile = await asyncio.to_thread(locate_config, env, snapshot, tuple(test_files(task)))
     command, spec = launch(task, env, rootdir, inifile)
     out["host lookups"] = lap()
-    session = await grader.host.open(snapshot, env_dir=env, limits=grader.limits, ro_binds=[str(INSIDE_DIR)])
-    out["open"] = lap()
+    started = await grader.start_run(snapshot, env, command, spec, 240.0)
+    session = started.session
+    out["open (the launcher started, preparing)"] = lap()
     try:
         assert not await grader.host.apply_diff(session, task.gold_patch)
         out["gold apply"] = lap()
-        if inifile:
-            await session.exec(f"git checkout -q HEAD -- {shlex.quote(inifile)}", timeout_s=60)
-        out["restore"] = lap()
-        assert not await grader.host.apply_diff(session, task.test_patch)
-        out["test patch apply"] = lap()
+        assert not await session_diffs.apply(grader.host, session, task.test_patch, restore=[inifile] if inifile else [])
+        out["restore + test patch apply"] = lap()
         assert not written_byte_code(session.layer.upper)
         out["byte code check"] = lap()
-        run = await session.exec(command, timeout_s=600, stdin=json.dumps({**spec, "byte_code": "pristine"}).encode())
-        out["launcher run"] = lap()
+        started.go.send({"byte_code": "pristine"})
+        run = await started.run
+        out["launcher run after its go-ahead"] = lap()
         verdict = decide(run, spec["nonce"], task.fail_to_pass, task.pass_to_pass, base)
         out["records read-back"] = lap()
         assert verdict.status.value == "resolved", verdict
+        _, fresh = launch(task, env, rootdir, inifile)
+        run = await session.exec(command, timeout_s=600, stdin=json.dumps({**fresh, "byte_code": "pristine"}).encode())
+        out["(launcher run whole, not started ahead)"] = lap()
+        assert decide(run, fresh["nonce"], task.fail_to_pass, task.pass_to_pass, base).status.value == "resolved"
         _, fresh = launch(task, env, rootdir, inifile)
         run = await session.exec(command, timeout_s=600, stdin=json.dumps(fresh).encode())
         out["(launcher run, byte code compiled afresh: before)"] = lap()
@@ -127,9 +136,19 @@ async def steps(grader: RepoGrader, task: RepoTask) -> dict[str, float]:
             if plain.exit_code not in (0, 1):
                 out[f"(in-session plain pytest {name} exit)"] = plain.exit_code
     finally:
-        await session.close()
+        await started.stop()
     out["close"] = lap()
     return out
+
+
+async def settled(grader: RepoGrader) -> None:
+    """Until a run started ahead waits (``RepoGrader(warm=1)``) and has had time to prepare, so that
+    its start does not run beside the next measurement."""
+    for _ in range(600):
+        if grader.ahead():
+            break
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(1.0)
 
 
 def load() -> str:
@@ -140,28 +159,43 @@ async def measure(tasks: list[RepoTask], store: RepoStore, cache: Path, repeat: 
     result = {}
     async with SessionHost() as host:
         grader = RepoGrader(host, store, env_cache=cache, concurrency=1)
-        for task in tasks:
-            snapshot, env = await grader.prepare(task)
-            await grader.grade(task, task.gold_patch)  # warm: launcher compiled, configuration located, pages cached
-            rows: dict[str, list[float]] = {}
-            loads = []
-            for _ in range(repeat):
-                loads.append(load())
-                graded = await grader.grade(task, task.gold_patch)
-                assert graded.status.value == "resolved", graded
-                rows.setdefault("graded", []).append(graded.wall_s)
-                for name, value in (await steps(grader, task)).items():
-                    rows.setdefault(name, []).append(value)
-                for name, targets in (("plain_ids", list(task.tests)), ("plain_files", test_files(task))):
-                    seconds, code = plain_pytest(task, snapshot, env, targets)
-                    assert code in (0, 1), (name, code)
-                    rows.setdefault(name, []).append(round(seconds, 3))
-            medians = {k: round(statistics.median(v), 3) for k, v in rows.items()}
-            medians["ratio graded/plain_ids"] = round(medians["graded"] / medians["plain_ids"], 2)
-            medians["ratio graded/plain_files"] = round(medians["graded"] / medians["plain_files"], 2)
-            result[task.instance_id] = {"medians": medians, "runs": rows, "tests": len(task.tests), "load": loads}
-            print(json.dumps({task.instance_id: result[task.instance_id]}), flush=True)
+        warm = RepoGrader(host, store, env_cache=cache, concurrency=1, warm=1)
+        try:
+            for task in tasks:
+                result[task.instance_id] = await _measure(grader, warm, task, cache, repeat)
+                print(json.dumps({task.instance_id: result[task.instance_id]}), flush=True)
+        finally:
+            await warm.aclose()
     return result
+
+
+async def _measure(grader: RepoGrader, warm: RepoGrader, task: RepoTask, cache: Path, repeat: int) -> dict:
+    snapshot, env = await grader.prepare(task)
+    await grader.grade(task, task.gold_patch)  # warm: launcher compiled, configuration located, pages cached
+    await warm.grade(task, task.gold_patch)  # its first grading starts cold; one run is started ahead after it
+    await settled(warm)
+    rows: dict[str, list[float]] = {}
+    loads = []
+    for _ in range(repeat):
+        loads.append(load())
+        graded = await grader.grade(task, task.gold_patch)
+        assert graded.status.value == "resolved", graded
+        rows.setdefault("graded", []).append(graded.wall_s)
+        graded = await warm.grade(task, task.gold_patch)
+        assert graded.status.value == "resolved", graded
+        rows.setdefault("graded, started ahead", []).append(graded.wall_s)
+        await settled(warm)
+        for name, value in (await steps(grader, task)).items():
+            rows.setdefault(name, []).append(value)
+        for name, targets in (("plain_ids", list(task.tests)), ("plain_files", test_files(task))):
+            seconds, code = plain_pytest(task, snapshot, env, targets)
+            assert code in (0, 1), (name, code)
+            rows.setdefault(name, []).append(round(seconds, 3))
+    medians = {k: round(statistics.median(v), 3) for k, v in rows.items()}
+    for graded in ("graded", "graded, started ahead"):
+        for plain in ("plain_ids", "plain_files"):
+            medians[f"ratio {graded}/{plain}"] = round(medians[graded] / medians[plain], 2)
+    return {"medians": medians, "runs": rows, "tests": len(task.tests), "load": loads}
 
 
 def main() -> None:

@@ -45,19 +45,43 @@ class BesideSandboxes(Protocol):
                      repo_ro: bool = False, pristine_git: Path | None = None) -> asyncio.subprocess.Process: ...
 
 
-async def apply(host: BesideSandboxes, session: DiffSession, diff: str) -> str:
+async def apply(host: BesideSandboxes, session: DiffSession, diff: str, restore: Sequence[str] = ()) -> str:
     """Apply ``diff`` to the session's work tree: '' or why not (git apply's complaint). The one
     diff-application policy of every task kind (snapshot, image, Harbor; docs/agent.md): ``git
     apply`` exactly, else SWE-bench's fallback, GNU ``patch --fuzz=5``, with ``--forward`` (a diff
     that looks reversed or already applied is refused, never applied backwards) and no backup or
     reject files left in the tree. Our own git and patch, run in a host-root sandbox over that tree
-    (an image need not have either, and its copies are not ours)."""
-    script = ("exec 3>&2 2>/tmp/err; cat > /tmp/change.patch || exit 1; "
+    (an image need not have either, and its copies are not ours). ``restore``: paths checked out
+    from HEAD first, or removed where HEAD has none (a grader's protected files, in the same
+    sandbox as its test patch; as arguments, never through a shell); an empty ``diff`` only
+    restores."""
+    chunks = _argv_chunks(list(restore))
+    for chunk in chunks[:-1]:  # more paths than one command line holds: restored in runs of their own
+        await _apply(host, session, "", chunk)
+    return await _apply(host, session, diff, chunks[-1])
+
+
+def _argv_chunks(paths: list[str]) -> list[list[str]]:
+    chunks: list[list[str]] = [[]]
+    size = 0
+    for path in paths:
+        if chunks[-1] and size + len(path) + 1 > _MAX_ARGV_BYTES:
+            chunks.append([])
+            size = 0
+        chunks[-1].append(path)
+        size += len(path) + 1
+    return chunks
+
+
+async def _apply(host: BesideSandboxes, session: DiffSession, diff: str, restore: list[str]) -> str:
+    script = ("exec 3>&2 2>/tmp/err; "
+              'for f do git -c core.hooksPath=/dev/null checkout -q HEAD -- "$f" 2>/dev/null || rm -rf -- "$f"; done; '
+              "cat > /tmp/change.patch || exit 1; [ -s /tmp/change.patch ] || [ $# -eq 0 ] || exit 0; "
               "git -c core.hooksPath=/dev/null apply --whitespace=nowarn /tmp/change.patch && exit 0; s=$?; "
               f"{APPLY_FALLBACK} -i /tmp/change.patch >/dev/null 2>&1 && exit 0; "
               "tail -c 400 /tmp/err >&3; exit $s")
     env = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CEILING_DIRECTORIES": "/"}
-    proc = await host.beside(session, ["/bin/sh", "-c", script], setenv=env)
+    proc = await host.beside(session, ["/bin/sh", "-c", script, "apply", *restore], setenv=env)
     try:
         async with asyncio.timeout(_CAPTURE_TIMEOUT_S):
             _, err = await proc.communicate(diff.encode("utf-8", "surrogateescape"))

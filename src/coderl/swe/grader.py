@@ -37,19 +37,23 @@ from __future__ import annotations
 
 import asyncio
 import json
+import secrets
 import shlex
 import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 
 from coderl.errors import SandboxError
+from coderl.sandbox import session_diffs
 from coderl.sandbox.session import Session, SessionHost, SessionLimits
 from coderl.swe import build_products, django_run
 from coderl.swe.bytecode import compile_snapshot
 from coderl.swe.django_run import runs_django
 from coderl.swe.environment import EnvBuildError, build_env
+from coderl.swe.go_signal import GoSignal
 from coderl.swe.grade_status import GradeResult, GradeStatus
 from coderl.swe.grading_run import (
     INSIDE_DIR,
@@ -72,6 +76,11 @@ from coderl.swe.verdicts import RunVerdicts, decide
 DEFAULT_GRADE_LIMITS = SessionLimits(episode_s=900.0, exec_s=600.0, memory_mb=4096, max_processes=512,
                                      output_kb=16384)
 
+
+_GO_DIR = "grading-go"  # under the environment cache: each grading run's go-ahead directory (``go_signal``)
+_APPLIES_S = 240.0  # the applies' own bound (two runs of at most 120 s each) before the launcher's go-ahead
+WARM_IDLE_S = 60.0  # a grading run started ahead (``RepoGrader(warm=...)``) is used within this, else stopped
+WARM_TASKS = 8  # the tasks (the most recently graded) a grader keeps runs started ahead for
 
 Outcome = Callable[..., GradeResult]  # outcome(status, message="", **fields): a result for the task being graded
 
@@ -103,17 +112,52 @@ def test_command(task: RepoTask) -> str:
     return " ".join([task.test_cmd, *(shlex.quote(f) for f in test_files(task))])
 
 
+@dataclass(eq=False)
+class StartedRun:
+    """A grading sandbox whose launcher is started and waits for its go-ahead (``go_signal``): the
+    launcher's command in flight (``run``), the spec it was given (its nonce), when it was made."""
+
+    session: Session
+    go: GoSignal
+    run: asyncio.Task
+    spec: dict
+    made: float
+
+    async def stop(self) -> None:
+        """The go-ahead closed (a launcher still waiting stops), the sandbox closed, the command's end collected."""
+        self.go.close()
+        await self.session.close()
+        await asyncio.gather(self.run, return_exceptions=True)
+
+
 class RepoGrader:
     """Grades diffs against repository tasks; ``concurrency`` fresh sandboxes at a time."""
 
     def __init__(self, host: SessionHost, store: RepoStore, *, env_cache: Path, find_links: Path | None = None,
                  limits: SessionLimits = DEFAULT_GRADE_LIMITS, concurrency: int = 2,
-                 gate: asyncio.Semaphore | None = None) -> None:
-        """``gate``: a bound shared with other graders (`coderl.swe.episodes`), else ``concurrency`` of its own."""
+                 gate: asyncio.Semaphore | None = None, warm: int = 0) -> None:
+        """``gate``: a bound shared with other graders (`coderl.swe.episodes`), else ``concurrency`` of its own.
+        ``warm``: grading runs kept started ahead per task once the task has been graded (a GRPO
+        group grades one task several times): a fresh sandbox with the launcher's interpreter,
+        pytest and the runner imported, waiting for its go-ahead, handed out once (``StartedRun``),
+        for the ``WARM_TASKS`` tasks graded last, each used within ``WARM_IDLE_S`` or stopped. The
+        same work as a grading started cold, done off the grading's path; ``aclose`` stops them."""
         self.host, self.store = host, store
         self.env_cache, self.find_links = env_cache, find_links
         self.limits = limits
         self._gate = gate or asyncio.Semaphore(concurrency)
+        self._warm = warm
+        self._ahead: OrderedDict[tuple, list[StartedRun]] = OrderedDict()
+        self._filling: set[asyncio.Task] = set()
+
+    async def aclose(self) -> None:
+        """Stop the grading runs started ahead (``warm``), and their refills."""
+        self._warm = 0
+        while self._filling:  # starts and stops under way (a start is an open, bounded)
+            await asyncio.gather(*list(self._filling), return_exceptions=True)
+        ahead = [started for runs in self._ahead.values() for started in runs]
+        self._ahead.clear()
+        await asyncio.gather(*(started.stop() for started in ahead), return_exceptions=True)
 
     async def grade_many(self, items: list[tuple[RepoTask, str]]) -> list[GradeResult]:
         return list(await asyncio.gather(*(self.grade(task, diff) for task, diff in items)))
@@ -156,42 +200,108 @@ class RepoGrader:
                 restore, decide_run = sorted({*touched, *([inifile] if inifile else [])}), decide
         except (RepoUnavailable, EnvBuildError, InvalidTask) as exc:
             return outcome(GradeStatus.SANDBOX_ERROR, str(exc), tests_touched=touched)
+        key = (str(snapshot), str(env), command, json.dumps({k: v for k, v in spec.items() if k != "nonce"}, sort_keys=True))
         async with self._gate:
+            started = self._take(key)
             try:
-                session = await self.host.open(snapshot, env_dir=env, limits=self.limits, ro_binds=[str(INSIDE_DIR)])
+                started = started or await self.start_run(snapshot, env, command, spec, _APPLIES_S)
             except SandboxError as exc:
                 return outcome(GradeStatus.SANDBOX_ERROR, str(exc), tests_touched=touched)
             try:
-                return await self._run(task, session, kept, touched, restore, (command, spec, base, decide_run), outcome)
+                return await self._run(task, started, kept, touched, restore, (base, decide_run), outcome)
             except SandboxError as exc:
                 return outcome(GradeStatus.SANDBOX_ERROR, str(exc), tests_touched=touched)
             finally:
-                await session.close()
+                await started.stop()
+                if self._warm:
+                    self._refill(key, (snapshot, env, command, spec))
 
-    async def _run(self, task: RepoTask, session: Session, kept: str, touched: list[str], restore: list[str],
-                   launcher: tuple[str, dict, dict[str, str], Callable[..., RunVerdicts]], outcome: Outcome) -> GradeResult:
+    async def start_run(self, snapshot: Path, env: Path, command: str, spec: dict, within_s: float) -> StartedRun:
+        """A fresh grading sandbox with its launcher started: it prepares (``launcher.prepare``) and
+        waits up to ``within_s`` for its go-ahead (``go_signal``); its limit counts from now, so it
+        gets that wait on top of the run's."""
+        go = GoSignal(self.env_cache / _GO_DIR)
+        try:
+            session = await self.host.open(snapshot, env_dir=env, limits=self.limits, ro_binds=[str(INSIDE_DIR), str(go.dir)])
+        except BaseException:
+            go.close()
+            raise
+        run = asyncio.create_task(session.exec(command, timeout_s=self.limits.exec_s + within_s, stdin=json.dumps(
+            {**spec, "go": str(go.path), "go_within_s": within_s}).encode()))
+        return StartedRun(session, go, run, spec, time.monotonic())
+
+    def ahead(self) -> int:
+        """How many grading runs wait, started ahead (``warm``), over all tasks."""
+        return sum(len(runs) for runs in self._ahead.values())
+
+    def _take(self, key: tuple) -> StartedRun | None:
+        """A run started ahead for ``key`` that is still waiting and young enough, handed out once."""
+        runs = self._ahead.get(key, [])
+        while runs:
+            started = runs.pop(0)
+            if not started.run.done() and time.monotonic() - started.made < WARM_IDLE_S:
+                return started
+            self._background(started.stop())
+        return None
+
+    def _refill(self, key: tuple, how: tuple[Path, Path, str, dict]) -> None:
+        """Start runs ahead for ``key`` up to ``warm``, in the background (each with a nonce of its own)."""
+        self._ahead.setdefault(key, [])
+        self._ahead.move_to_end(key)
+        while len(self._ahead) > WARM_TASKS:
+            _, old = self._ahead.popitem(last=False)
+            for started in old:
+                self._background(started.stop())
+        for _ in range(self._warm - len(self._ahead[key])):
+            self._background(self._fill(key, how))
+
+    async def _fill(self, key: tuple, how: tuple[Path, Path, str, dict]) -> None:
+        snapshot, env, command, spec = how
+        try:
+            started = await self.start_run(snapshot, env, command, {**spec, "nonce": secrets.token_hex(32)},
+                                        WARM_IDLE_S + _APPLIES_S)
+        except SandboxError:
+            return  # the next grading of the task starts cold
+        runs = self._ahead.get(key)
+        if runs is None:  # the task was dropped meanwhile
+            await started.stop()
+            return
+        runs.append(started)
+        started.run.add_done_callback(lambda _: self._expire(key, started))
+
+    def _expire(self, key: tuple, started: StartedRun) -> None:
+        """A run started ahead whose launcher stopped waiting (no go-ahead within its time): stopped."""
+        runs = self._ahead.get(key, [])
+        if started in runs:
+            runs.remove(started)
+            self._background(started.stop())
+
+    def _background(self, work: Awaitable[None]) -> None:
+        task = asyncio.ensure_future(work)
+        self._filling.add(task)
+        task.add_done_callback(self._filling.discard)
+
+    async def _run(self, task: RepoTask, started: StartedRun, kept: str, touched: list[str], restore: list[str],
+                   judge: tuple[dict[str, str], Callable[..., RunVerdicts]], outcome: Outcome) -> GradeResult:
+        session, (base, decide_run) = started.session, judge
         if kept.strip():
             error = await self.host.apply_diff(session, kept)
             if error:
                 return outcome(GradeStatus.APPLY_FAILED, f"the diff does not apply: {error[-500:]}", tests_touched=touched)
             restore = sorted({*restore, *written_byte_code(session.layer.upper)})  # byte code is the snapshot's only
-        if restore:  # whatever route the diff took to them, these files are the base commit's again
-            paths = " ".join(shlex.quote(p) for p in restore)
-            await session.exec(f'for f in {paths}; do git checkout -q HEAD -- "$f" 2>/dev/null || rm -rf -- "$f"; done',
-                               timeout_s=60)
-        if task.test_patch.strip():
-            error = await self.host.apply_diff(session, task.test_patch)
+        # whatever route the diff took to them, the restored files are the base commit's again; then the test patch
+        if restore or task.test_patch.strip():
+            error = await session_diffs.apply(self.host, session, task.test_patch if task.test_patch.strip() else "",
+                                              restore=restore)
             if error:
                 return outcome(GradeStatus.SANDBOX_ERROR, f"the task's test patch does not apply: {error[-500:]}",
                                tests_touched=touched)
-        command, spec, base, decide_run = launcher
-        if not written_byte_code(session.layer.upper):
-            spec = {**spec, "byte_code": "pristine"}
-        run = await session.exec(command, timeout_s=self.limits.exec_s, stdin=json.dumps(spec).encode())
-        no_service = service_failed(task, run)
+        started.go.send({} if written_byte_code(session.layer.upper) else {"byte_code": "pristine"})
+        result = await started.run
+        no_service = service_failed(task, result)
         if no_service:  # the task environment's fault, before any test ran: never scored
-            return outcome(GradeStatus.SANDBOX_ERROR, no_service, tests_touched=touched, log_tail=run.stderr[-4000:])
-        verdict = decide_run(run, spec["nonce"], task.fail_to_pass, task.pass_to_pass, base)
+            return outcome(GradeStatus.SANDBOX_ERROR, no_service, tests_touched=touched, log_tail=result.stderr[-4000:])
+        verdict = decide_run(result, started.spec["nonce"], task.fail_to_pass, task.pass_to_pass, base)
         return outcome(verdict.status, verdict.message, fail_to_pass=verdict.fail_to_pass,
                        pass_to_pass=verdict.pass_to_pass, findings=verdict.findings, tests_touched=touched,
-                       log_tail=run.stderr[-4000:])
+                       log_tail=result.stderr[-4000:])

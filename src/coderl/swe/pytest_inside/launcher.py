@@ -76,6 +76,17 @@ def main() -> None:
     devnull = os.open("/dev/null", os.O_RDWR)
     os.dup2(devnull, 0)
     os.close(devnull)
+    try:
+        runner = prepare(spec)
+    except Unprepared as exc:
+        os.write(2, f"launcher: {exc.args[1]}\n".encode())
+        write_all(1, b"X " + json.dumps({"exit_code": exc.args[0], "signal": None}).encode() + b"\n")
+        return
+    if spec.get("go"):
+        go = wait_for_go(spec["go"], spec["go_within_s"])
+        if go is None:
+            return  # the host gave the run up (the diff did not apply): nothing ran, nothing to report
+        spec["byte_code"] = go.get("byte_code")
     protected = {}
     for rel in spec["protected"]:
         try:
@@ -86,10 +97,43 @@ def main() -> None:
     pid = os.fork()
     if pid == 0:
         os.close(rec_r)
-        run_child(spec, rec_w)
+        run_child(spec, rec_w, runner)
     os.close(rec_w)
     spec.clear()  # the nonce: the supervisor needs none of it
     supervise(pid, rec_r, protected)
+
+
+def wait_for_go(path: str, within_s: float) -> dict | None:
+    """The host's go-ahead (``coderl.swe.go_signal``), read from a FIFO in a directory the host binds
+    read-only into this sandbox alone: one JSON line, written once the diff and the test patch are
+    applied, the protected files restored and the work tree's byte code checked (``{"byte_code":
+    "pristine"}`` or ``{}``). None when the host closed the FIFO without one, or sent none within
+    ``within_s`` (a run started ahead that no grading took). The run is started before the applies
+    so that this process's start, pytest's import and the runner's own modules (``prepare``) cost
+    nothing on the grading's path; nothing of the work tree is read before the go-ahead."""
+    import select
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # the host holds it open for writing: EOF only once it closes
+    except OSError:  # removed: the host gave the run up before this process got here
+        return None
+    deadline = time.monotonic() + within_s
+    data = b""
+    try:
+        while not data.endswith(b"\n"):
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                return None
+            try:
+                chunk = os.read(fd, 4096)
+            except BlockingIOError:
+                continue
+            if not chunk:
+                return None
+            data += chunk
+    finally:
+        os.close(fd)
+    return json.loads(data)
 
 
 def supervise(pid: int, rec_r: int, protected: dict) -> None:
@@ -148,7 +192,55 @@ def _non_dumpable() -> None:
     CFunction(_ctypes.dlsym(_ctypes.dlopen(None), "prctl"))(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0
 
 
-def run_child(spec: dict, rec_w: int) -> None:
+class Unprepared(Exception):
+    """(exit status, why): the run cannot start; the status is the host's ``EXIT_*``."""
+
+
+class Runner:
+    """What ``prepare`` made ready: the work-tree entries of sys.path, the grader's modules and code."""
+
+    def __init__(self, repo_paths: list[str], modules: dict, own: list, plugins: list[str], trusted: tuple,
+                 runner_files: dict) -> None:
+        self.repo_paths, self.modules, self.own = repo_paths, modules, own
+        self.plugins, self.trusted, self.runner_files = plugins, trusted, runner_files
+
+
+def prepare(spec: dict) -> Runner:
+    """Everything of the run that reads no file of the work tree, done before the fork (and, with a
+    ``go`` in the spec, while the host is still applying the diff): the clean environment,
+    ``sys.path`` without the work tree, pytest and pluggy (checked to come from the environment),
+    the reporter and its code objects, the environment's plugin names, pytest's own plugin modules.
+    Raises ``Unprepared``."""
+    try:
+        os.environ.clear()
+        os.environ.update(spec["env"])
+        repo_paths = _site(spec["site_packages"])
+        if spec.get("runner") == "django":  # tests/runtests.py under unittest's records (django_runner.py)
+            modules = {"runner": _load("django_runner"), "rewrites": _load("rewrites")}
+            return Runner(repo_paths, modules, _own_code(modules["rewrites"]), [], (), {})
+        try:
+            import pluggy
+            import pytest
+        except ImportError as exc:
+            raise Unprepared(EXIT_NO_RUNNER, f"the task's environment has no pytest: {exc}") from exc
+        modules = {"rewrites": _load("rewrites"), "reporter": _load("reporter")}
+        own = _own_code(modules["rewrites"])
+        plugins = _env_plugins(spec["site_packages"])
+        _import_runner_modules()
+        trusted = (sys.base_prefix, sys.prefix, spec["site_packages"], os.path.dirname(os.path.abspath(__file__)))
+        runner_files = {m.__name__: m.__file__ for m in (pytest, pluggy, sys.modules["_pytest"])}
+        reporter = modules["reporter"]
+        foreign = {name: f for name, f in runner_files.items() if not reporter.under(f, reporter.real_prefixes(trusted[:3]))}
+        if foreign:
+            raise Unprepared(EXIT_NO_RUNNER, f"the test runner does not come from the environment: {foreign}")
+        return Runner(repo_paths, modules, own, plugins, trusted, runner_files)
+    except Unprepared:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - ours, before anything of the repository ran
+        raise Unprepared(EXIT_LAUNCHER, f"{type(exc).__name__}: {exc}") from exc
+
+
+def run_child(spec: dict, rec_w: int, runner: Runner) -> None:
     """pytest under the pinned configuration; never returns."""
     _exit = os._exit  # bound before any code of the repository runs, which could replace os._exit
     try:
@@ -156,39 +248,24 @@ def run_child(spec: dict, rec_w: int) -> None:
         fd = 100 + secrets.randbelow(900)
         os.dup2(rec_w, fd, inheritable=False)
         _close_fds_but(fd)
-        os.environ.clear()
-        os.environ.update(spec["env"])
-        repo_paths = _site(spec["site_packages"])
-        if spec.get("runner") == "django":  # tests/runtests.py under unittest's records (django_runner.py)
-            runner, rewrites = _load("django_runner"), _load("rewrites")
-            send = sender(fd, spec.pop("nonce").encode(), _own_code(rewrites))
-            _exit(runner.run(spec, send, repo_paths, blob_sha, rewrites))
-        try:
-            import pluggy
-            import pytest
-        except ImportError as exc:
-            sys.stderr.write(f"launcher: the task's environment has no pytest: {exc}\n")
-            _exit(EXIT_NO_RUNNER)
-        rewrites, reporter = _load("rewrites"), _load("reporter")
-        send = sender(fd, spec.pop("nonce").encode(), _own_code(rewrites))
-        plugins = _env_plugins(spec["site_packages"])
-        _import_runner_modules()
-        trusted = (sys.base_prefix, sys.prefix, spec["site_packages"], os.path.dirname(os.path.abspath(__file__)))
-        runner_files = {m.__name__: m.__file__ for m in (pytest, pluggy, sys.modules["_pytest"])}
-        foreign = {name: f for name, f in runner_files.items() if not reporter.under(f, reporter.real_prefixes(trusted[:3]))}
-        if foreign:
-            sys.stderr.write(f"launcher: the test runner does not come from the environment: {foreign}\n")
-            _exit(EXIT_NO_RUNNER)
-        send("start", pytest=pytest.__version__, runner=runner_files, shadows=_shadows(repo_paths, blob_sha))
+        repo_paths, rewrites = runner.repo_paths, runner.modules["rewrites"]
+        send = sender(fd, spec.pop("nonce").encode(), runner.own)
+        if spec.get("runner") == "django":
+            _exit(runner.modules["runner"].run(spec, send, repo_paths, blob_sha, rewrites))
+        import pytest
+
+        reporter = runner.modules["reporter"]
+        send("start", pytest=pytest.__version__, runner=runner.runner_files, shadows=_shadows(repo_paths, blob_sha))
         byte_code(spec)
         sys.path.extend(repo_paths)
         os.chdir(REPO)
         pristine = _pristine(rewrites, spec["protected"], spec["wanted"])
-        plugin = reporter.Reporter(send, wanted=frozenset(spec["wanted"]), repo=REPO, trusted=trusted,
+        plugin = reporter.Reporter(send, wanted=frozenset(spec["wanted"]), repo=REPO, trusted=runner.trusted,
                                    blob=blob_sha, watched=_watched_modules(), runner_names=RUNNER_NAMES,
                                    rewrites=rewrites, pristine=pristine, tests=frozenset(spec["protected"]))
         fixed = {name: getattr(plugin, name) for name in reporter.FIXED_ATTRIBUTES}
         sys.addaudithook(plugin.watch)  # for the rest of the process: no code can remove it
+        plugins = runner.plugins
         ret = int(pytest.main([*spec["args"], *_quiet_plugin_order(pytest), *(a for p in plugins for a in ("-p", p))],
                               plugins=[plugin]))
         send("exit", ret=ret, replaced=plugin.replaced(fixed))  # our own send, not the plugin's

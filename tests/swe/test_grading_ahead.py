@@ -1,0 +1,95 @@
+"""Grading runs started ahead (issue 49 item 5): the grader starts its launcher before it applies the
+diff, and the launcher reads nothing of the work tree until the host's go-ahead (``go_signal``);
+``RepoGrader(warm=1)`` keeps one such run waiting per task graded. Shown on the real sandbox over
+coderl's own task set: a run started ahead grades as a cold one does and is used once; a launcher
+given no go-ahead runs nothing and ends (no record, no test)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from coderl.cache import default_cache_dir
+from coderl.sandbox.session import SessionHost
+from coderl.swe import grading_run
+from coderl.swe.grader import RepoGrader
+from coderl.swe.store import RepoStore
+from coderl.swe.task_set import build_task_set
+
+
+@pytest.fixture(scope="module")
+def intervals(tmp_path_factory):
+    root = tmp_path_factory.mktemp("swe")
+    task = next(t for t in build_task_set(root) if "intervals" in t.instance_id)
+    return root, task
+
+
+class CountingGrader(RepoGrader):
+    """Counts the grading sandboxes started (cold ones and those started ahead)."""
+
+    starts = 0
+
+    async def start_run(self, *args, **kw):  # type: ignore[no-untyped-def]
+        self.starts += 1
+        return await super().start_run(*args, **kw)
+
+
+async def _waiting(grader: RepoGrader) -> None:
+    for _ in range(400):
+        if grader.ahead():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("no grading run was started ahead")
+
+
+def test_a_run_started_ahead_grades_as_a_cold_one_and_is_used_once(intervals):
+    root, task = intervals
+
+    async def main():
+        async with SessionHost() as host:
+            store = RepoStore(root / "repos", root / "cache")
+            grader = CountingGrader(host, store, env_cache=default_cache_dir(), warm=1)
+            try:
+                first = await grader.grade(task, task.gold_patch)  # cold: one start, then one ahead
+                await _waiting(grader)
+                assert grader.starts == 2
+                empty = await grader.grade(task, "")  # takes the waiting run: no start of its own
+                await _waiting(grader)
+                assert grader.starts == 3, "the grading started its own sandbox instead of the one waiting"
+                again = await grader.grade(task, task.gold_patch)
+                await _waiting(grader)
+                assert grader.starts == 4
+            finally:
+                await grader.aclose()
+            assert grader.ahead() == 0 and not host.sessions  # every sandbox started ahead is closed
+            assert not list((default_cache_dir() / "grading-go").iterdir())  # and its go-ahead directory removed
+            return first, empty, again
+
+    first, empty, again = asyncio.run(main())
+    assert (first.status, first.reward) == ("resolved", 1.0), first
+    assert (empty.status, empty.reward) == ("unresolved", 0.0), empty  # the run ahead held nothing of the last diff
+    assert (again.status, again.reward) == ("resolved", 1.0), again
+    assert set(again.fail_to_pass.values()) == {"PASSED"} and again.pass_to_pass == first.pass_to_pass
+
+
+def test_a_launcher_given_no_go_ahead_runs_nothing(intervals):
+    root, task = intervals
+
+    async def main():
+        async with SessionHost() as host:
+            grader = RepoGrader(host, RepoStore(root / "repos", root / "cache"), env_cache=default_cache_dir())
+            snapshot, env = await grader.prepare(task)
+            rootdir, inifile = grading_run.locate_config(env, snapshot, tuple(grading_run.test_files(task)))
+            command, spec = grading_run.launch(task, env, rootdir, inifile)
+            waited = await grader.start_run(snapshot, env, command, spec, within_s=1.0)  # never given its go-ahead
+            closed = await grader.start_run(snapshot, env, command, spec, within_s=60.0)
+            try:
+                closed.go.close()  # the host gave the grading up
+                return await waited.run, await closed.run
+            finally:
+                await waited.stop()
+                await closed.stop()
+
+    for run in asyncio.run(main()):
+        assert (run.exit_code, run.stdout, run.timed_out) == (0, "", False), run  # no record, no pytest
