@@ -148,13 +148,23 @@ def grade_many(store: RepoStore, items: list) -> list:
     return asyncio.run(main())
 
 
+# What honest code does at run time and the watch must not take for tampering: a namedtuple with
+# defaults (``collections`` makes ``__new__`` with ``eval`` and sets its ``__defaults__``: a function
+# of the pseudo-file ``<string>``, which is no file under ``tests/``), and the standard library
+# reaching memory through ctypes on the code's behalf (``multiprocessing.sharedctypes``: trusted, and
+# found as the caller only when the watch is its own audit hook, not called through another).
+HONEST_RUNTIME = ("\n\nimport collections as _collections\nfrom multiprocessing.sharedctypes import RawValue as _RawValue\n\n"
+                  "_Point = _collections.namedtuple('_Point', 'x y', defaults=(0,))\n_SHARED = _RawValue('i', 1)\n")
+
+
 @pytest.fixture(scope="module")
 def graded(django):
-    """The gold patch, the empty one and the gold under Python 3.11+'s names, graded in one batch."""
-    _, task, store, _ = django
+    """The gold patch, the empty one, the gold under Python 3.11+'s names and honest run-time code
+    (``HONEST_RUNTIME``, nothing fixed), graded in one batch."""
+    root, task, store, snapshot = django
     newer = dataclasses.replace(task, instance_id="django__django-intcomma-311", fail_to_pass=NEWER_F2P, pass_to_pass=DOC_P2P)
-    gold, empty, newer_gold = grade_many(store, [(task, task.gold_patch), (task, ""), (newer, task.gold_patch)])
-    return task, gold, empty, newer_gold
+    honest = make_diff(snapshot, root / "scratch", {HUMANIZE: HONEST_RUNTIME})
+    return (task, *grade_many(store, [(task, task.gold_patch), (task, ""), (newer, task.gold_patch), (task, honest)]))
 
 
 # Every attack, graded in one batch of its own: 15 Django test runs, the module's dearest part (~16 s
@@ -174,11 +184,19 @@ def test_the_task_runs_under_django_runtests(django):
 
 
 def test_gold_resolves_and_empty_does_not(graded):
-    _, gold, empty, _ = graded
+    _, gold, empty, _, _ = graded
     assert (gold.status, gold.reward, gold.findings) == ("resolved", 1.0, []), (gold, gold.log_tail[-2000:])
     assert set(gold.pass_to_pass.values()) == {"PASSED"} and set(gold.fail_to_pass.values()) == {"PASSED"}
     assert (empty.status, empty.reward, empty.findings) == ("unresolved", 0.0, []), (empty, empty.log_tail[-2000:])
     assert empty.fail_to_pass == {F2P[0]: "FAILED"} and set(empty.pass_to_pass.values()) == {"PASSED"}
+
+
+def test_honest_run_time_code_is_not_tampering(graded):
+    """A namedtuple with defaults and the standard library's ctypes made during the run (SWE-bench's
+    Django rows do both: django__django-16408's gold and empty runs were ``tampered`` for them)."""
+    honest = graded[4]
+    assert (honest.status, honest.findings) == ("unresolved", []), (honest, honest.log_tail[-2000:])
+    assert honest.fail_to_pass == {F2P[0]: "FAILED"} and set(honest.pass_to_pass.values()) == {"PASSED"}, honest
 
 
 @pytest.mark.parametrize("attack", ATTACKS, ids=[a.id for a in ATTACKS])

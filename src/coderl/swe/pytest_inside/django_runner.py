@@ -101,7 +101,7 @@ class Run:
         for rel in spec["protected"]:
             if rel.endswith(".py"):
                 self.pristine.add(os.path.join(self.repo, rel))
-        self.watch = rewrites.Watch(send, self.is_trusted, self.in_tests, self.rel)
+        self.watch = rewrites.Watch(send, self.is_trusted, self.in_test_files, self.rel)
         self.current: tuple | None = None
         self.failures = self.ran = 0
         self.findings = 0
@@ -116,7 +116,8 @@ class Run:
             self.outcome_class.testPartExecutor = part
         self.ours = (run, call, part)
         self.classes = unittest_classes()  # with our wrappers in: what must still be there at the end
-        sys.addaudithook(self.audit)  # for the rest of the process: no code can remove it
+        sys.addaudithook(self.audit)  # for the rest of the process: no code can remove either hook
+        sys.addaudithook(self.watch)  # its own hook: it finds the event's caller a fixed number of frames up
 
     def replaced(self) -> list[str]:
         """Which attributes of unittest's classes (our wrappers among them) are not what they were
@@ -131,7 +132,13 @@ class Run:
                     and self.findings < 20:
                 self.findings += 1
                 self.send("rewrite", what=f"{target.__name__}.{args[1]} of unittest set during the run")
-        self.watch(event, args)
+
+    def in_test_files(self, path: str) -> bool:
+        """A code object's file is one under ``tests/``: never a pseudo-file (``<string>``: code
+        made by ``exec``/``eval``, as ``collections.namedtuple`` makes ``__new__`` and then sets its
+        ``__defaults__``), which ``in_tests`` would resolve against the working directory, ``tests/``.
+        (``origin`` still counts a test method compiled from no file as foreign code.)"""
+        return not (path.startswith("<") and path.endswith(">")) and self.in_tests(path)
 
     def _run(self):  # type: ignore[no-untyped-def]
         me = self
