@@ -104,3 +104,22 @@ def test_compiled_projects_are_built_as_swe_bench_builds_them():
     old_mpl = table_spec("matplotlib/matplotlib", "3.3", source="", resolved_at="2020-11-01T00:00:00Z")
     assert dict(old_mpl.build_env)["MPLSETUPCFG"] == "mplsetup.cfg"  # its setupext reads setup.cfg unless named
     assert any("system_qhull = true" in s for s in old_mpl.pre_install)
+
+
+def test_django_3_runs_on_a_python_the_launcher_runs_on():
+    """Issue 45: SWE-bench runs Django 3.0-3.2 on Python 3.6 (the launcher needs 3.8); each supports
+    3.8, so their environments move there, resolved no earlier than 2020-01-01 (a 2019 row would
+    otherwise resolve as of 3.8's release, before numpy and cffi had 3.8 builds); later rows keep
+    their own dates, and the date rules see the date used. Every Django version's build leaves
+    pylibmc (libmemcached's headers; its tests need a memcached server no settings name) out."""
+    for version in ("3.0", "3.1", "3.2"):
+        early = table_spec("django/django", version, source="", resolved_at="2019-03-01T00:00:00Z")
+        assert (early.python, early.resolved_at) == ("3.8", "2020-01-01T00:00:00Z"), version
+        assert "importlib-metadata==4.8.3" not in early.requirements  # a pre-2020 rule, and the date is 2020
+        late = table_spec("django/django", version, source="", resolved_at="2020-06-01T10:00:00Z")
+        assert late.resolved_at == "2020-06-01T10:00:00Z", version
+    assert table_spec("django/django", "4.0", source="", resolved_at="2021-01-01T00:00:00Z").python == "3.8"
+    assert table_spec("django/django", "2.2", source="", resolved_at="2019-03-01T00:00:00Z").python == "3.5"  # not moved
+    for version in env_tables()["django/django"]:
+        spec = table_spec("django/django", version, source="", resolved_at="2022-01-01T00:00:00Z")
+        assert any("pylibmc" in step and "tests/requirements/py3.txt" in step for step in spec.pre_install), version

@@ -64,8 +64,17 @@ def table_spec(repo: str, version: str, *, source: str, resolved_at: str,
         return None
     files = [f for f in entry.get("requirement_files_first_of", []) if has_file(f)][:1]
     value = {k: entry[k] for k in _SPEC_KEYS if entry.get(k)}
-    value.setdefault("resolved_at", python_floor(resolved_at, entry["python"]))
+    value["resolved_at"] = date_used(entry, resolved_at)
     return EnvSpec.from_value({**value, "requirement_files": files, "source": source})
+
+
+def date_used(entry: dict[str, Any], resolved_at: str) -> str:
+    """The date an entry resolves as of: the date an overlay rule set, else the row's floored at
+    its Python's first release (``python_floor``); never before the entry's ``resolved_not_before``
+    (a rule's floor: the first date the table's packages have builds for the Python a rule moved
+    the entry to; rows after it keep their own dates)."""
+    at = entry.get("resolved_at") or python_floor(resolved_at, entry["python"])
+    return max(at, entry.get("resolved_not_before", "")) if at else at
 
 
 def python_floor(resolved_at: str, python: str) -> str:
@@ -81,11 +90,10 @@ def _with_overlay(repo: str, version: str, resolved_at: str) -> dict[str, Any] |
     if base is None:
         return None
     entry = json.loads(json.dumps(base))
-    resolved_at = python_floor(resolved_at, entry["python"])  # the date rules see the date used
     for rule in overlay_rules():
         if rule["repo"] not in ("*", repo) or version not in rule.get("versions", [version]):
             continue
-        at = entry.get("resolved_at") or resolved_at  # a rule before this one may have set the date
+        at = date_used(entry, resolved_at)  # the date rules see the date used (earlier rules may have moved it)
         if "resolved_before" in rule and not (at and at < rule["resolved_before"]):
             continue
         removed = {_name(r) for r in rule.get("remove", [])}
