@@ -29,10 +29,13 @@ class CountingGrader(RepoGrader):
     """Counts the grading sandboxes started (cold ones and those started ahead)."""
 
     starts = 0
+    go_dirs: list = []
 
     async def start_run(self, *args, **kw):  # type: ignore[no-untyped-def]
         self.starts += 1
-        return await super().start_run(*args, **kw)
+        started = await super().start_run(*args, **kw)
+        self.go_dirs = [*self.go_dirs, started.go.dir]
+        return started
 
 
 async def _waiting(grader: RepoGrader) -> None:
@@ -63,7 +66,7 @@ def test_a_run_started_ahead_grades_as_a_cold_one_and_is_used_once(intervals):
             finally:
                 await grader.aclose()
             assert grader.ahead() == 0 and not host.sessions  # every sandbox started ahead is closed
-            assert not list((default_cache_dir() / "grading-go").iterdir())  # and its go-ahead directory removed
+            assert len(grader.go_dirs) == 4 and not any(d.exists() for d in grader.go_dirs)  # and its go-ahead directory
             return first, empty, again
 
     first, empty, again = asyncio.run(main())

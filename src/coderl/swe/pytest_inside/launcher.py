@@ -248,7 +248,8 @@ def run_child(spec: dict, rec_w: int, runner: Runner) -> None:
         fd = 100 + secrets.randbelow(900)
         os.dup2(rec_w, fd, inheritable=False)
         _close_fds_but(fd)
-        repo_paths, rewrites = runner.repo_paths, runner.modules["rewrites"]
+        repo_paths = [p for p in runner.repo_paths if os.path.exists(p)]  # as site keeps them, the diff applied
+        rewrites = runner.modules["rewrites"]
         send = sender(fd, spec.pop("nonce").encode(), runner.own)
         if spec.get("runner") == "django":
             _exit(runner.modules["runner"].run(spec, send, repo_paths, blob_sha, rewrites))
@@ -313,7 +314,8 @@ def _site(site_packages: str) -> list[str]:
     """What ``site`` does for a virtualenv, less what reads the work tree: ``sys.prefix`` is the
     environment, its site-packages on sys.path (its ``.pth`` files read), the ``exit`` / ``quit`` /
     ``help`` builtins (code under test calls them). The work-tree entries the ``.pth`` files add are
-    taken off and returned, to be put back once the runner is imported."""
+    taken off; those they name are returned (``_pth_entries``), for the child to put back once the
+    runner is imported and the diff applied, keeping those that exist then, as ``site`` would."""
     import site
 
     sys.prefix = sys.exec_prefix = os.path.dirname(os.path.dirname(os.path.dirname(site_packages)))
@@ -322,9 +324,30 @@ def _site(site_packages: str) -> list[str]:
     site.sethelper()
     before = set(sys.path)
     site.addsitedir(site_packages)
-    repo = [p for p in sys.path if p not in before and (p == REPO or p.startswith(REPO + "/"))]
-    sys.path[:] = [p for p in sys.path if p not in repo]
-    return repo
+    sys.path[:] = [p for p in sys.path if p in before or not (p == REPO or p.startswith(REPO + "/"))]
+    return _pth_entries(site_packages)
+
+
+def _pth_entries(site_packages: str) -> list[str]:
+    """The work-tree directories the environment's ``.pth`` files name, in the order ``site`` reads
+    them (files sorted by name, then lines), whether or not they exist now: ``prepare`` may run
+    before the diff is applied, and ``site`` keeps only those that exist."""
+    found = []
+    for name in sorted(os.listdir(site_packages)):
+        if not name.endswith(".pth") or name.startswith("."):
+            continue
+        try:
+            with open(os.path.join(site_packages, name), encoding="utf-8", errors="replace") as fh:
+                lines = fh.read().splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            if not line.strip() or line.startswith(("#", "import ", "import\t")):
+                continue
+            path = os.path.abspath(os.path.join(site_packages, line.rstrip()))
+            if (path == REPO or path.startswith(REPO + "/")) and path not in found:
+                found.append(path)
+    return found
 
 
 RECORD_EVENT = "coderl.grading.record"
