@@ -1,10 +1,13 @@
 """PID 1's modules come from byte code the host compiled once (coderl.sandbox.inside_pyc), bound
-read-only: used while it matches the bound sources, never writable from the sandbox, and a host
-that cannot compile it still starts sessions (PID 1 then compiles its modules itself)."""
+read-only with them at /coderl in one mount: used while it matches the bound sources (PID 1's own
+module too: it is imported, not run as a script), never writable from the sandbox, the standard
+library's modules from their own byte code, and a host that cannot compile it still starts sessions
+(the modules bound file by file; PID 1 then compiles them itself)."""
 
 from __future__ import annotations
 
 import asyncio
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -13,10 +16,10 @@ import pytest
 import coderl.sandbox.session as session_module
 from coderl.sandbox import isolation
 from coderl.sandbox.inside_pyc import PYC_INSIDE
-from coderl.sandbox.session import SessionHost
+from coderl.sandbox.session import PID1, SessionHost
 
-IMPORT_LIKE_PID1 = (f"{isolation.sandbox_python()} -I -S -v -c 'import sys; sys.path.insert(0, \"/coderl\"); "
-                    f"sys.pycache_prefix = \"{PYC_INSIDE}\"; import pid1, reap, output_cap' 2>&1")
+# what PID 1 runs, but importing session_init without serving
+IMPORT_LIKE_PID1 = f"{isolation.sandbox_python()} -I -S -v -c {shlex.quote(PID1[-1].split('; session_init')[0])} 2>&1"
 
 
 @pytest.fixture(scope="module")
@@ -41,15 +44,19 @@ def in_session(repo: Path, *commands: str) -> list:
 
 
 def test_the_bound_byte_code_matches_the_bound_sources_and_is_read_only(repo: Path) -> None:
-    # PID 1 is stdlib only and names the bind itself: the same path as the host binds
-    assert f'sys.pycache_prefix = "{PYC_INSIDE}"' in Path(isolation.inside_path("session_init.py")).read_text()
-    imported, written = in_session(repo, IMPORT_LIKE_PID1, f"echo x > {PYC_INSIDE}/coderl/pid1.cpython-311.pyc")
-    for name in ("pid1", "reap", "output_cap", "frames", "wire"):
-        assert f"code object from '{PYC_INSIDE}/coderl/{name}." in imported.stdout, imported.stdout[-2000:]
+    imported, written, pid1 = in_session(repo, IMPORT_LIKE_PID1, f"echo x > {PYC_INSIDE}/pid1.cpython-311.pyc",
+                                         "tr '\\0' ' ' < /proc/1/cmdline")
+    for name in ("session_init", "pid1", "reap", "output_cap", "frames", "wire"):
+        assert f"code object from '{PYC_INSIDE}/{name}." in imported.stdout, imported.stdout[-2000:]
+    assert "code object from /coderl/" not in imported.stdout, imported.stdout  # none compiled from its source
+    stdlib = [line for line in imported.stdout.splitlines() if "code object from '" in line and "/struct.cpython" in line]
+    assert len(stdlib) == 1 and PYC_INSIDE not in stdlib[0], stdlib  # frames' struct: the standard library's own
     assert written.exit_code != 0 and "Read-only file system" in written.stderr, (written.exit_code, written.stderr)
+    assert pid1.stdout.split()[1:] == [*PID1[:-1], *PID1[-1].split()], pid1.stdout  # the command PID 1 runs
 
 
 def test_sessions_start_without_it(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(session_module, "compiled_inside", lambda names: None)
-    (listed,) = in_session(repo, f"ls {PYC_INSIDE} 2>&1; echo ok")
+    (listed,) = in_session(repo, f"ls /coderl {PYC_INSIDE} 2>&1; echo ok")
     assert listed.exit_code == 0 and "No such file" in listed.stdout and listed.stdout.endswith("ok\n"), listed.stdout
+    assert "session_init.py" in listed.stdout and "pid1.py" in listed.stdout, listed.stdout

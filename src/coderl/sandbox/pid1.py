@@ -29,14 +29,26 @@ PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 4, 36
 def make_private(*, subreaper: bool = False) -> None:
     """Non-dumpable: a program of the same uid cannot read or write PID 1 through /proc/1/mem or
     inject frames into its protocol pipes through /proc/1/fd (ptrace itself is denied by seccomp).
-    ``subreaper``: orphans of our children's children come back to us, not to init."""
-    try:
-        import ctypes
+    ``subreaper``: orphans of our children's children come back to us, not to init.
 
-        libc = ctypes.CDLL(None)
-        libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    ``prctl`` is called through ``_ctypes``, the C half of ctypes, as frames.py uses ``_json``:
+    the ``ctypes`` package defines its hundred types on import, 2.5-3 ms of every PID 1's start."""
+    try:
+        import _ctypes
+
+        class _Int(_ctypes._SimpleCData):
+            _type_ = "i"
+
+        class _Function(_ctypes.CFuncPtr):
+            _flags_, _restype_ = _ctypes.FUNCFLAG_CDECL, _Int
+
+        class _Libc:
+            _handle = _ctypes.dlopen(None, os.RTLD_NOW)
+
+        prctl = _Function(("prctl", _Libc))
+        prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
         if subreaper:
-            libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+            prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     except OSError:
         pass
 

@@ -62,7 +62,7 @@ from coderl.sandbox import image_session, isolation, overlay, seccomp, session_d
 from coderl.sandbox.cgroups import CgroupManager, SlotCgroup
 from coderl.sandbox.frames import encode_frame, read_frame_async
 from coderl.sandbox.image_rootfs import ImageRoot
-from coderl.sandbox.inside_pyc import PYC_INSIDE, compiled_inside
+from coderl.sandbox.inside_pyc import compiled_inside
 from coderl.sandbox.pythonenv import venv_base_prefix
 from coderl.sandbox.result import ExecResult
 from coderl.sandbox.spawn import kill_process_group, spawn_in_cgroup, stderr_of
@@ -71,6 +71,10 @@ from coderl.sandbox.wire import oom_kills
 REPO = "/repo"
 GATEWAY_SOCKET = "/run/coderl/gateway.sock"
 SESSION_FILES = ("session_init.py", "pid1.py", "frames.py", "output_cap.py", "wire.py", "reap.py")
+# PID 1's command after the interpreter: session_init imported (from its byte code, inside_pyc), not
+# run as a script, which Python compiles from source on every start
+PID1 = ("-I", "-S", "-c", f"import sys; sys.path.insert(0, {isolation.INSIDE_DIR!r}); import session_init; "
+        "session_init.serve()")
 _START_TIMEOUT_S = 20.0
 _GRACE_S = 10.0  # on top of a command's timeout before PID 1 counts as hung
 # Episode numbers, unique in the process across hosts: an episode's layer directory (pid-n) and
@@ -375,11 +379,10 @@ class SessionHost:
         if not seccomp.supported_machine():
             raise IsolationUnavailable("no seccomp syscall table for this machine")
         self._seccomp = seccomp.build_filter()
-        self._inside = [a for name in SESSION_FILES
-                        for a in ("--ro-bind", isolation.inside_path(name), f"{isolation.INSIDE_DIR}/{name}")]
-        pyc = compiled_inside(tuple(n for n in SESSION_FILES if n != "session_init.py"))  # the script: never cached
-        if pyc is not None:
-            self._inside += ["--ro-bind", pyc, PYC_INSIDE]
+        inside = compiled_inside(SESSION_FILES)  # one mount with their byte code, else one mount per file
+        self._inside = ["--ro-bind", inside, isolation.INSIDE_DIR] if inside is not None else [
+            a for name in SESSION_FILES
+            for a in ("--ro-bind", isolation.inside_path(name), f"{isolation.INSIDE_DIR}/{name}")]
         private_dir(self.base_dir)  # layers are mounted here: never in a directory another user made
         overlay.remove_stale(self.base_dir)
         self.cgroups.start()
@@ -433,7 +436,7 @@ class SessionHost:
         workdir = os.path.normpath(workdir or image.workdir)
         pristine = await asyncio.to_thread(image.pristine_git, workdir)
         uid, gid, home = image.identity(user)
-        pid1 = [*image_session.host_python()[0], "-I", "-S", f"{isolation.INSIDE_DIR}/session_init.py"]
+        pid1 = [*image_session.host_python()[0], *PID1]
         _check_gateway(gateway_socket, gateway_port)
         n = next(_EPISODE_IDS)
         sid = f"{os.getpid()}-{n}"
@@ -510,7 +513,7 @@ class SessionHost:
         for name, value in (setenv or {}).items():
             args += ["--setenv", name, value]
         args += ["--remount-ro", "/", "--chdir", REPO, "--seccomp", "SECCOMP_FD", "--"]
-        args += list(command or [isolation.sandbox_python(), "-I", "-S", f"{isolation.INSIDE_DIR}/session_init.py"])
+        args += list(command or [isolation.sandbox_python(), *PID1])
         return args
 
     async def _spawn(self, argv: list[str], cgroup: SlotCgroup | None,

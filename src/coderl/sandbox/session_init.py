@@ -30,15 +30,13 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-# their byte code, compiled on the host (coderl.sandbox.inside_pyc) and bound read-only here
-sys.pycache_prefix = "/coderl-pyc" if os.path.isdir("/coderl-pyc") else None
+# their byte code is in ``/coderl/__pycache__``, compiled on the host (coderl.sandbox.inside_pyc)
 import pid1  # noqa: E402 - the modules beside this file (``/coderl`` in the sandbox)
 import reap  # noqa: E402
 from output_cap import CappedOutput  # noqa: E402
 from wire import write_all  # noqa: E402
 
 del sys.path[0]
-sys.pycache_prefix = None
 
 PROTO_IN, PROTO_OUT = 0, 1
 SHELL = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"  # an image may have no bash
@@ -108,6 +106,7 @@ def do_exec(req: dict, stdin: bytes) -> tuple[dict, list[bytes]]:
             if not output.read(fd):
                 open_fds.remove(fd)
         output_limit = output.dropped > OUTPUT_KILL_FACTOR * cap and status is None
+    nap = 0.0001  # the exit is mostly a moment behind the pipes' close (1 exec in 5): a short nap first
     while status is None and not timed_out and not output_limit:  # the pipes closed first: wait for the exit itself
         status = _poll(pid, careful)
         if status is not None:
@@ -115,7 +114,8 @@ def do_exec(req: dict, stdin: bytes) -> tuple[dict, list[bytes]]:
         elif time.monotonic() >= deadline:
             timed_out = True
         else:
-            time.sleep(0.002)
+            time.sleep(nap)
+            nap = min(2 * nap, 0.002)
     reap.kill_children(spare=frozenset(_FORWARDERS))  # the command and all it started, the timed-out one too
     for fd in (out_r, err_r):
         os.close(fd)
