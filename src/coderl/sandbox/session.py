@@ -176,6 +176,22 @@ class Session:
             oom_killed=oom_kills(self._oom_fd) > ooms, output_limit=reply["output_limit"], wall_s=reply["wall_s"]), \
             list(reply.get("survivors") or [])
 
+    async def keep(self, argv: list[str], *, timeout_s: float) -> ExecResult:
+        """Start ``argv`` (an absolute path, then its arguments) as a process of the episode that
+        outlives its commands, in the session's environment (session_init's ``keep``): the answer
+        comes once it has closed its stdout and stderr (it is ready; ``exit_code`` None) or has
+        exited (``exit_code``), its output in ``stdout``; ``timed_out`` (it is killed) after
+        ``timeout_s``. ``finish`` and ``close`` end it with the rest."""
+        budget = min(timeout_s, self.remaining_s)
+        lim = self.limits
+        request = {"op": "keep", "argv": list(argv), "env": dict(self._env), "timeout_s": budget,
+                   "output_bytes": lim.output_kb * 1024,
+                   "rlimits": {"RLIMIT_NOFILE": lim.open_files, "RLIMIT_FSIZE": lim.file_size_mb << 20,
+                               "RLIMIT_CORE": 0, "RLIMIT_NPROC": lim.max_processes}}
+        reply, blobs = await self._call(request, [], budget + _GRACE_S)
+        return ExecResult.of_command(exit_code=reply["exit_code"], signal=None, timed_out=reply["timed_out"],
+                                     stdout=blobs[0].decode("utf-8", "replace"))
+
     # ------------------------------------------------------------------ files
     async def read_file(self, path: str, max_bytes: int = 4 << 20) -> bytes:
         reply, blobs = await self._call({"op": "read", "path": self._abs(path), "max_bytes": max_bytes}, [], _GRACE_S)

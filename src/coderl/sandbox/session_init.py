@@ -10,6 +10,11 @@ talks to it over bubblewrap's stdin/stdout with ``frames``, one request at a tim
   signal, ``timed_out``, truncation flags, wall seconds, and the two outputs as blobs. With
   ``survivors`` (a verifier's run), also every process still there, alive or ended, when the
   command itself ended: what could have written after it (``_poll``).
+- ``keep``: ``argv`` started as a process of the episode that outlives the commands (spared by
+  the reaping with all it starts, as the relay is: an environment's test services, which an
+  agent's test runs reach as a grading run does, ``coderl.swe.grading_run.start_in_session``).
+  Answered once the process has closed its stdout and stderr (it is ready: ``running``) or has
+  exited (its exit code), with its output; after ``timeout_s`` it is killed (``timed_out``).
 - ``read``: a regular file's bytes (up to ``max_bytes``), ``write``: create or replace a file
   (parents made), ``listdir``: a directory's entries. These run here, as the sandbox's uid in the
   sandbox's mount namespace, so a path or a symlink the agent made can only reach what the agent
@@ -42,7 +47,7 @@ PROTO_IN, PROTO_OUT = 0, 1
 SHELL = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"  # an image may have no bash
 OUTPUT_KILL_FACTOR = 64  # a command that prints this many times what is kept is killed, not drained until its timeout
 DRAIN_AFTER_EXIT_S = 0.2  # output still in the pipes once the command exited (a background writer holds them)
-_FORWARDERS: set[int] = set()
+_SPARED: set[int] = set()  # the relay and the kept processes: a command's end never kills them
 
 
 def _rlimits(by_name: dict[str, int]) -> list[tuple[int, int, int]]:
@@ -116,7 +121,7 @@ def do_exec(req: dict, stdin: bytes) -> tuple[dict, list[bytes]]:
         else:
             time.sleep(nap)
             nap = min(2 * nap, 0.002)
-    reap.kill_children(spare=frozenset(_FORWARDERS))  # the command and all it started, the timed-out one too
+    reap.kill_children(spare=frozenset(_SPARED))  # the command and all it started, the timed-out one too
     for fd in (out_r, err_r):
         os.close(fd)
     reply = {
@@ -142,7 +147,7 @@ def _poll(pid: int, careful: bool) -> int | None:
             dead = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
         except ChildProcessError:
             break
-        if dead is None or dead.si_pid == pid or dead.si_pid in _FORWARDERS:
+        if dead is None or dead.si_pid == pid or dead.si_pid in _SPARED:
             break
         if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
             break  # the command ended meanwhile: that orphan may have outlived it, keep it counted
@@ -155,13 +160,65 @@ def _others() -> list[str]:
     """Every process here but PID 1 and the relays, as ``pid:name`` (zombies included)."""
     found = []
     for name in os.listdir("/proc"):
-        if name.isdigit() and int(name) != os.getpid() and int(name) not in _FORWARDERS:
+        if name.isdigit() and int(name) != os.getpid() and int(name) not in _SPARED:
             try:
                 with open(f"/proc/{name}/comm") as fh:
                     found.append(f"{name}:{fh.read().strip()}")
             except OSError:
                 found.append(name)
     return found
+
+
+def do_keep(req: dict) -> tuple[dict, list[bytes]]:
+    out_r, out_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setsid()
+            os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+            os.dup2(out_w, 1)
+            os.dup2(out_w, 2)
+            os.closerange(3, 65536)
+            os.chdir("/tmp")
+            pid1.set_rlimits(_rlimits(req["rlimits"]))
+            os.execve(req["argv"][0], req["argv"], req["env"])
+        except BaseException as exc:  # noqa: BLE001 - report and die, never return into PID 1's loop
+            os.write(2, f"session: cannot start the kept process: {exc}\n".encode())
+        finally:
+            os._exit(127)
+    os.close(out_w)
+    _SPARED.add(pid)
+    output = CappedOutput({out_r: int(req["output_bytes"])})
+    deadline = time.monotonic() + float(req["timeout_s"])
+    timed_out = False
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            timed_out = True
+            break
+        ready, _, _ = select.select([out_r], [], [], min(left, 0.5))
+        if ready and not output.read(out_r):
+            break
+    os.close(out_r)
+    done = _exited(pid)
+    if timed_out or done is not None:  # no longer spared: what it started dies with the next command's end
+        _SPARED.discard(pid)
+    if timed_out and done is None:
+        reap.kill_children(spare=frozenset(_SPARED))
+    exit_code = os.WEXITSTATUS(done) if done is not None and os.WIFEXITED(done) else None
+    return {"running": done is None and not timed_out, "exit_code": exit_code, "timed_out": timed_out}, \
+        [output.bytes(out_r)]
+
+
+def _exited(pid: int) -> int | None:
+    """The wait status of a process that closed its output, once it has exited (a moment's grace:
+    closing them may be its last act), else None."""
+    for _ in range(20):
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return status
+        time.sleep(0.01)
+    return None
 
 
 def do_read(req: dict) -> tuple[dict, list[bytes]]:
@@ -216,7 +273,7 @@ def do_forward(req: dict) -> tuple[dict, list[bytes]]:
         finally:
             os._exit(0)
     listener.close()
-    _FORWARDERS.add(pid)
+    _SPARED.add(pid)
     return {"pid": pid}, []
 
 
@@ -265,7 +322,7 @@ def serve() -> None:
     pid1.make_private()
     pid1.serve({"exec": lambda h, b: do_exec(h, b[0] if b else b""), "read": lambda h, b: do_read(h),
                 "write": lambda h, b: do_write(h, b[0] if b else b""), "listdir": lambda h, b: do_listdir(h),
-                "forward": lambda h, b: do_forward(h)}, _os_error, fd_in=PROTO_IN, fd_out=PROTO_OUT)
+                "forward": lambda h, b: do_forward(h), "keep": lambda h, b: do_keep(h)}, _os_error, fd_in=PROTO_IN, fd_out=PROTO_OUT)
 
 if __name__ == "__main__":
     serve()

@@ -48,6 +48,7 @@ class PoolKey:
     env_dir: Path | None
     limits: SessionLimits
     image: tuple[str, str, str] | None = None
+    binds: tuple[str, ...] = ()  # bound read-only besides the service's own (a task's test services' starter)
 
 
 class WarmPool(Generic[W]):

@@ -63,6 +63,7 @@ from coderl.server.image_tasks import HarborIn, ImageIn
 from coderl.server.session_pool import PoolKey, WarmPool
 from coderl.swe.episodes import LocalEpisodes
 from coderl.swe.grade_status import GradeResult
+from coderl.swe.grading_run import service_env, services_binds, start_in_session
 from coderl.swe.harness import SANDBOX_PORT
 from coderl.swe.task_ref import EMPTY, HARBOR, IMAGE, TaskRef
 
@@ -210,6 +211,8 @@ class SessionRegistry:
                 key = await self._pool_key(ref, limits)
                 warm = self.pool.take(key)
                 session, relay = warm or await self._start(key)
+                if key.binds:  # the task's test services, started as its grading starts them
+                    env = await self._services(ref, key, session, relay, env)
             if gateway is not None:
                 relay.attach(*gateway)
             now = time.monotonic()
@@ -305,7 +308,19 @@ class SessionRegistry:
             self._images[root.image_id] = root
             return PoolKey(root.rootfs, None, limits, image=(root.image_id, ref.image.workdir, ref.image.user))
         snapshot, env_dir = await self.episodes.prepare(ref)
-        return PoolKey(snapshot, env_dir, limits)
+        return PoolKey(snapshot, env_dir, limits, binds=services_binds(ref.task) if env_dir is not None else ())
+
+    async def _services(self, ref: TaskRef, key: PoolKey, session: Session, relay: GatewayRelay,
+                        env: dict[str, str]) -> dict[str, str]:
+        """Start the task's test services in the session (closed when they do not start); the
+        lease's environment with their variables (the request's own win)."""
+        assert ref.task is not None and key.env_dir is not None
+        try:
+            await start_in_session(session, ref.task.env.services, key.env_dir)
+        except BaseException:
+            await self._discard((session, relay))
+            raise
+        return {**service_env(ref.task.env.services, key.env_dir), **env}
 
     async def _start(self, key: PoolKey) -> Warm:
         if key.image is not None:
@@ -314,7 +329,7 @@ class SessionRegistry:
                 root, workdir=workdir or None, user=user or None, limits=key.limits, ro_binds=self.config.ro_binds,
                 gateway_socket=str(relay.path), gateway_port=SANDBOX_PORT, env={}))
         return await self._relayed(lambda relay: self.host.open(
-            key.snapshot, limits=key.limits, env_dir=key.env_dir, ro_binds=self.config.ro_binds,
+            key.snapshot, limits=key.limits, env_dir=key.env_dir, ro_binds=(*self.config.ro_binds, *key.binds),
             gateway_socket=str(relay.path), gateway_port=SANDBOX_PORT))
 
     async def _start_harbor(self, ref: TaskRef, limits: SessionLimits) -> Warm:

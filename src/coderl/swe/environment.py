@@ -50,7 +50,7 @@ from coderl.errors import EnvBuildError
 from coderl.sandbox.build_box import run_boxed
 from coderl.sandbox.pythonenv import sandbox_python
 from coderl.sandbox.session import REPO
-from coderl.swe import build_products, pin_overrides
+from coderl.swe import build_products, pin_overrides, service_tls
 from coderl.swe.interpreters import find_python
 from coderl.swe.request_rows import check_untrusted_spec
 from coderl.swe.store import snapshot_path
@@ -75,6 +75,8 @@ def env_key(spec: EnvSpec, find_links: Path | None = None) -> str:
     python = find_python(spec.python) if spec.python else sandbox_python()
     wheels_only = [] if spec.trusted else ["wheels-only"]  # a request's spec: built apart (_WHEELS_ONLY)
     built_from = {k: v for k, v in spec.to_dict().items() if k != "services"}  # started at test time, never built
+    if spec.test_tls:  # but a TLS service's certificate is the environment's own (service_tls)
+        built_from["test_tls"] = True
     blob = json.dumps([python, built_from, str(find_links or ""), *wheels_only], sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
@@ -100,6 +102,8 @@ def build_env(spec: EnvSpec, cache_dir: Path, *, find_links: Path | None = None)
         site = site_packages(dest)
         (site / "coderl_repo.pth").write_text(
             "".join(os.path.normpath(os.path.join(REPO, p)) + "\n" for p in spec.pythonpath))
+        if spec.test_tls:
+            service_tls.make_certificate(dest)
         return json.dumps(spec.to_dict())  # the marker says what the environment was built from
 
     key = resolution_key(spec, cache_dir, find_links) if spec.python else env_key(spec, find_links)
@@ -158,6 +162,8 @@ def resolution_key(spec: EnvSpec, cache_dir: Path, find_links: Path | None = Non
         compiled = build_products.compiled_sources_digest(src)
         if compiled:  # its build products are the environment's: shared only by the same compiled sources
             made_of["compiled_sources"] = compiled
+        if spec.test_tls:  # a certificate of its own (service_tls): never shared with one without
+            made_of["test_tls"] = True
         if overrides:
             made_of["pin_overrides"] = overrides
         key = "r" + hashlib.sha256(json.dumps(made_of, sort_keys=True).encode()).hexdigest()[:15]

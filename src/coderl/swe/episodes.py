@@ -36,6 +36,7 @@ from coderl.sandbox.image_rootfs import ImageRoot
 from coderl.sandbox.session import EpisodeState, Session, SessionHost, SessionLimits
 from coderl.swe.grade_status import GradeResult
 from coderl.swe.grader import RepoGrader
+from coderl.swe.grading_run import service_env, services_binds, start_in_session
 from coderl.swe.harbor_grader import HarborRunner
 from coderl.swe.harness import SANDBOX_PORT, HarnessResult, run_in_remote_sandbox, run_in_session
 from coderl.swe.image_grader import DEFAULT_PYTHON, ImageRepoGrader
@@ -193,8 +194,18 @@ class LocalEpisodes(Episodes):
                                               limits=limits, ro_binds=ro_binds, gateway_socket=socket,
                                               gateway_port=port, env=env)
         snapshot, env_dir = await self.prepare(ref)
-        return await self.host.open(snapshot, limits=limits, env_dir=env_dir, ro_binds=ro_binds, gateway_socket=socket,
-                                    gateway_port=port, env=env)
+        services = ref.task.env.services if ref.task is not None and env_dir is not None else ()
+        if services:  # the environment's test services, started as its grading starts them
+            ro_binds, env = (*ro_binds, *services_binds(ref.task)), {**service_env(services, env_dir), **env}
+        session = await self.host.open(snapshot, limits=limits, env_dir=env_dir, ro_binds=ro_binds,
+                                       gateway_socket=socket, gateway_port=port, env=env)
+        if services:
+            try:
+                await start_in_session(session, services, env_dir)
+            except BaseException:
+                await session.close()
+                raise
+        return session
 
     async def run_harness(self, ref: TaskRef, template: str, *, task: str, session_id: str, model: str,
                           timeout_s: float | None, env: dict[str, str] | None = None,

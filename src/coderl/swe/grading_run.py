@@ -34,10 +34,13 @@ from importlib import resources
 from pathlib import Path
 
 from coderl.cache import built_once
+from coderl.errors import SessionFailure
 from coderl.sandbox.result import ExecResult
-from coderl.sandbox.session import REPO
+from coderl.sandbox.session import REPO, Session
+from coderl.swe import service_tls
 from coderl.swe.environment import EnvBuildError, site_packages
 from coderl.swe.pytest_inside.services import EXIT_SERVICE
+from coderl.swe.pytest_inside.services import START_S as SERVICES_START_S
 from coderl.swe.store import git
 from coderl.swe.task import InvalidTask, RepoTask, TestService
 
@@ -180,15 +183,15 @@ def launch(task: RepoTask, env: Path, rootdir: str, inifile: str | None) -> tupl
     environ = {"PATH": f"{env}/bin:/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8",
                "TMPDIR": "/tmp", "VIRTUAL_ENV": str(env), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
     services = task.env.services  # their variables (where the suite reads their address) never override the run's
-    environ = {**service_env(services), **environ}
+    environ = {**service_env(services, env), **environ}
     spec = {"nonce": secrets.token_hex(32), "args": args, "wanted": list(task.tests),
             "protected": sorted(task.protected_files), "site_packages": str(site_packages(env)), "env": environ}
     python = shlex.quote(str(env / "bin" / "python"))
     command = f"exec {python} -I -S {shlex.quote(str(compiled_launcher(env)))}"
-    return start_services(python, services) + command, spec
+    return start_services(python, services, env) + command, spec
 
 
-def start_services(python: str, services: tuple[TestService, ...]) -> str:
+def start_services(python: str, services: tuple[TestService, ...], env: Path) -> str:
     """The shell prefix that starts the task's test services (``pytest_inside/services.py``) before
     the launcher, in the same command (a session kills what a command started when it returns):
     stdin from /dev/null and stdout onto stderr, since the command's stdin holds the spec's nonce
@@ -196,15 +199,48 @@ def start_services(python: str, services: tuple[TestService, ...]) -> str:
     ``EXIT_SERVICE`` before pytest (``service_failed``). '' when there are none."""
     if not services:
         return ""
-    value = json.dumps([s.to_dict() for s in services])
-    return (f"{python} -I -S {shlex.quote(str(INSIDE_DIR / 'services.py'))} {shlex.quote(value)} </dev/null >&2 "
-            f"|| exit {EXIT_SERVICE}; ")
+    return (f"{python} -I -S {shlex.quote(str(INSIDE_DIR / 'services.py'))} {shlex.quote(services_arg(services, env))} "
+            f"</dev/null >&2 || exit {EXIT_SERVICE}; ")
 
 
-def service_env(services: tuple[TestService, ...]) -> dict[str, str]:
+def services_arg(services: tuple[TestService, ...], env: Path) -> str:
+    """The services as ``pytest_inside/services.py`` takes them (a TLS front's certificate
+    directory: the environment's, ``service_tls``)."""
+    tls = {"tls_dir": str(service_tls.tls_dir(env))}
+    return json.dumps([{**s.to_dict(), **(tls if s.tls_port else {})} for s in services])
+
+
+def services_binds(task: RepoTask | None) -> tuple[str, ...]:
+    """What a session on ``task`` binds read-only to start its test services: the starter's
+    directory (``INSIDE_DIR``), only when it has services."""
+    return (str(INSIDE_DIR),) if task is not None and task.env.services else ()
+
+
+async def start_in_session(session: Session, services: tuple[TestService, ...], env: Path) -> None:
+    """The task's test services started in an agent episode's sandbox as a grading run starts
+    them (the same starter, ``pytest_inside/services.py``, with the same services and certificate),
+    but kept for the episode (``--hold``, ``Session.keep``): every command of the episode reaches
+    them, the way its grading will. The session must have been opened with ``services_binds`` and
+    ``service_env``'s variables. A service that does not start is ``SessionFailure`` (the task's
+    environment's fault: the episode is dropped, never scored)."""
+    if not services:
+        return
+    argv = [str(env / "bin" / "python"), "-I", "-S", str(INSIDE_DIR / "services.py"), services_arg(services, env),
+            "--hold"]
+    run = await session.keep(argv, timeout_s=SERVICES_START_S + 30)
+    if run.timed_out or run.exit_code is not None:
+        raise SessionFailure(f"session {session.id}: a test service of the task's environment did not start: "
+                             f"{run.stdout.strip()[-600:]}")
+
+
+def service_env(services: tuple[TestService, ...], env: Path) -> dict[str, str]:
     """The variables the task's test services add to the tests' environment (where the suite
-    reads their addresses)."""
-    return {k: v for service in services for k, v in service.env}
+    reads their addresses; with a TLS front, ``SSL_CERT_FILE`` naming the environment's
+    certificate: ``service_tls``)."""
+    out = {k: v for service in services for k, v in service.env}
+    if any(s.tls_port for s in services):
+        out["SSL_CERT_FILE"] = str(service_tls.tls_dir(env) / service_tls.CERT)
+    return out
 
 
 def service_failed(task: RepoTask, run: ExecResult) -> str | None:

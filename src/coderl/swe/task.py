@@ -36,7 +36,15 @@ class TestService:
     loopback, in its own network namespace: nothing outside reaches it, it reaches nothing
     outside); ``env`` is added to the tests' environment (where the suite reads the service's
     address). Declared per (repository, version) beside the environment's packages
-    (``env_overlay.json``), never per row."""
+    (``env_overlay.json``), never per row.
+
+    ``tls_port`` (0: none): a port where the starter itself accepts TLS and plain connections alike
+    (it tells them apart by their first byte) and relays each to ``port``: ``https://`` and
+    ``http://`` to one host and port both reach the service (requests 2.0-2.8's
+    ``test_mixed_case_scheme_acceptable`` sends both to its httpbin's netloc). Its certificate is
+    the environment's own, made when the environment is built (``service_tls.make_certificate``),
+    and trusted there: appended to the environment's certifi bundle and named by ``SSL_CERT_FILE``
+    in the tests' environment (``grading_run.service_env``)."""
 
     __test__ = False  # not a pytest test class, whatever its name
 
@@ -44,28 +52,38 @@ class TestService:
     argv: tuple[str, ...]
     port: int
     env: tuple[tuple[str, str], ...] = ()
+    tls_port: int = 0
 
     @classmethod
     def from_value(cls, value: Any) -> TestService:
-        if not isinstance(value, dict) or set(value) - {"name", "argv", "port", "env"}:
-            raise InvalidTask("environment_setup.services: each service is an object with name, argv, port and env")
+        if not isinstance(value, dict) or set(value) - {"name", "argv", "port", "env", "tls_port"}:
+            raise InvalidTask("environment_setup.services: each service is an object with name, argv, port, env "
+                              "and tls_port")
         name, argv, port, env = value.get("name"), value.get("argv"), value.get("port"), value.get("env", {})
+        tls_port = value.get("tls_port", 0)
         if not isinstance(name, str) or not _SERVICE_NAME.match(name):
             raise InvalidTask(f"environment_setup.services: a service's name must be a plain name, got {name!r}")
         if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
             raise InvalidTask(f"environment_setup.services.{name}.argv must be a non-empty list of strings")
         if not isinstance(port, int) or isinstance(port, bool) or not 1024 <= port <= 65535:
             raise InvalidTask(f"environment_setup.services.{name}.port must be a port number 1024-65535, got {port!r}")
+        if tls_port != 0 and (not isinstance(tls_port, int) or isinstance(tls_port, bool) or
+                              not 1024 <= tls_port <= 65535 or tls_port == port):
+            raise InvalidTask(f"environment_setup.services.{name}.tls_port must be a port number 1024-65535 other "
+                              f"than its port, got {tls_port!r}")
         if not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
             raise InvalidTask(f"environment_setup.services.{name}.env must be an object of strings")
         for key in env:
             if not _VAR_NAME.match(key) or key in _RUN_OWN_VARS or key.startswith(_STARTUP_PREFIXES):
                 raise InvalidTask(f"environment_setup.services.{name}.env: {key!r} is refused (a service names the "
                                   "variables its tests read for its address, never the run's own or Python's/pytest's)")
-        return cls(name=name, argv=tuple(argv), port=port, env=tuple(sorted(env.items())))
+        return cls(name=name, argv=tuple(argv), port=port, env=tuple(sorted(env.items())), tls_port=tls_port)
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "argv": list(self.argv), "port": self.port, "env": dict(self.env)}
+        out = {"name": self.name, "argv": list(self.argv), "port": self.port, "env": dict(self.env)}
+        if self.tls_port:  # only when set: a service without it keeps its row as it was
+            out["tls_port"] = self.tls_port
+        return out
 
 
 @dataclass(frozen=True)
@@ -139,7 +157,8 @@ class EnvSpec:
         if not isinstance(services, list):
             raise InvalidTask("environment_setup.services must be a list of services")
         parsed = tuple(TestService.from_value(s) for s in services)
-        if len({s.name for s in parsed}) != len(parsed) or len({s.port for s in parsed}) != len(parsed):
+        ports = [p for s in parsed for p in (s.port, s.tls_port) if p]
+        if len({s.name for s in parsed}) != len(parsed) or len(set(ports)) != len(ports):
             raise InvalidTask("environment_setup.services: two services share a name or a port")
         return cls(pythonpath=tuple(paths), build_env=tuple(sorted(build_env.items())),
                    services=parsed, **{k: tuple(v) for k, v in lists.items()}, **strings)
@@ -154,6 +173,12 @@ class EnvSpec:
         if self.services:  # only when set: a spec without services keeps its environment key
             out["services"] = [s.to_dict() for s in self.services]
         return out
+
+    @property
+    def test_tls(self) -> bool:
+        """Whether a service of the spec serves TLS (``TestService.tls_port``): the environment is
+        built with a certificate of its own then, so it is keyed apart."""
+        return any(s.tls_port for s in self.services)
 
 
 _ENV_LISTS = ("requirements", "requirement_files", "pre_install")
