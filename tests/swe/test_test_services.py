@@ -3,8 +3,11 @@ sandbox before the tests and reached on its loopback, declared per (repository, 
 environment tables (requests' old suites get a local httpbin), never per row.
 
 The grading test runs the real sandbox and grader over one of coderl's own tasks with a test
-patch whose test fetches the URL a service's ``env`` gives (three gradings, some seconds each);
-the gate over SWE-bench's requests rows that needs it is a measurement (docs/agent.md), not a test.
+patch whose test fetches the URL a service's ``env`` gives (four gradings, some seconds each: one
+over a TLS front, ``https://`` and ``http://`` to one port); the episode test opens agent episodes
+on the same task (``LocalEpisodes``) and reaches the service from two commands. The gate over
+SWE-bench's requests rows that needs them is a measurement (docs/agent.md), not a test; the
+session service's leases: tests/server/test_session_services.py.
 """
 
 from __future__ import annotations
