@@ -2,7 +2,8 @@
 diff, and the launcher reads nothing of the work tree until the host's go-ahead (``go_signal``);
 ``RepoGrader(warm=1)`` keeps one such run waiting per task graded. Shown on the real sandbox over
 coderl's own task set: a run started ahead grades as a cold one does and is used once; a launcher
-given no go-ahead runs nothing and ends (no record, no test)."""
+given no go-ahead runs nothing and ends (no record, no test); a run started ahead that no grading
+takes is stopped."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 
 from coderl.cache import default_cache_dir
 from coderl.sandbox.session import SessionHost
+from coderl.swe import grader as grader_module
 from coderl.swe import grading_run
 from coderl.swe.grader import RepoGrader
 from coderl.swe.store import RepoStore
@@ -96,3 +98,27 @@ def test_a_launcher_given_no_go_ahead_runs_nothing(intervals):
 
     for run in asyncio.run(main()):
         assert (run.exit_code, run.stdout, run.timed_out) == (0, "", False), run  # no record, no pytest
+
+
+def test_a_run_started_ahead_that_no_grading_takes_is_stopped(intervals, monkeypatch):
+    root, task = intervals
+    monkeypatch.setattr(grader_module, "WARM_IDLE_S", 1.0)
+
+    async def main():
+        async with SessionHost() as host:
+            grader = CountingGrader(host, RepoStore(root / "repos", root / "cache"), env_cache=default_cache_dir(),
+                                    warm=1)
+            try:
+                await grader.grade(task, task.gold_patch)
+                await _waiting(grader)
+                waiting = len(host.sessions)
+                for _ in range(200):  # its second is up: stopped by the grader, not by its launcher's own wait
+                    if not grader.ahead() and not host.sessions:
+                        break
+                    await asyncio.sleep(0.05)
+                return waiting, grader.ahead(), len(host.sessions), [d.exists() for d in grader.go_dirs]
+            finally:
+                await grader.aclose()
+
+    waiting, ahead, sessions, go_dirs = asyncio.run(main())
+    assert (waiting, ahead, sessions, go_dirs) == (1, 0, 0, [False, False])

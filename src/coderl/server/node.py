@@ -42,4 +42,5 @@ async def close_node(app: FastAPI) -> None:
     node = getattr(app.state, "node", None)
     if node is not None:
         app.state.node = None
+        await node.episodes.aclose()
         await node.episodes.host.close()

@@ -21,7 +21,8 @@ tasks kept warm at once, least recently asked-for out first; idle sandboxes at m
 ``CODERL_SESSION_BINDS`` (``:``-separated host paths bound read-only into every session: the
 harness's own install on this node, e.g. ``/opt/mini-swe-agent``), the
 repository grader's ``CODERL_SWE_REPOS``, ``CODERL_CACHE``, ``CODERL_WHEELHOUSE``,
-``CODERL_SWE_CONCURRENCY``, and ``CODERL_HARBOR_TASKS`` (the Harbor task directories it serves):
+``CODERL_SWE_CONCURRENCY``, ``CODERL_GRADING_WARM`` (grading runs started ahead per repository task
+graded, 0 = off: ``RepoGrader(warm=...)``), and ``CODERL_HARBOR_TASKS`` (the Harbor task directories it serves):
 read once per process (`RegistryConfig`), shared with ``/v1/swe/grade`` (`coderl.server.node`).
 """
 
@@ -86,6 +87,7 @@ class RegistryConfig:
     pool_size: int = 0
     pool_keys: int = 8
     grade_concurrency: int = 2
+    grading_warm: int = 0  # grading runs started ahead per repository task (RepoGrader(warm=...))
     ro_binds: tuple[str, ...] = ()  # host paths bound read-only into every session (the harness's install)
     harbor_dir: Path | None = None  # the Harbor task directories a request may name
 
@@ -103,6 +105,7 @@ class RegistryConfig:
                        pool_size=int(env.get("CODERL_SESSION_POOL", "0")),
                        pool_keys=int(env.get("CODERL_SESSION_POOL_KEYS", "8")),
                        grade_concurrency=int(env.get("CODERL_SWE_CONCURRENCY", "2")),
+                       grading_warm=int(env.get("CODERL_GRADING_WARM", "0")),
                        ro_binds=tuple(p for p in env.get("CODERL_SESSION_BINDS", "").split(":") if p),
                        harbor_dir=Path(env["CODERL_HARBOR_TASKS"]) if env.get("CODERL_HARBOR_TASKS") else None)
         except ValueError as exc:
@@ -113,7 +116,7 @@ class RegistryConfig:
         its own, not started; never pulling or building an image while a request waits."""
         return LocalEpisodes(SessionHost(base_dir=self.root / "layers"), repos=self.repos, cache=self.cache,
                              find_links=self.find_links, concurrency=self.grade_concurrency, fetch=False,
-                             harbor_dir=self.harbor_dir)
+                             harbor_dir=self.harbor_dir, grading_warm=self.grading_warm)
 
 
 @dataclass
@@ -184,6 +187,7 @@ class SessionRegistry:
             await self.close(lease, "the service stopped")
         await self.pool.close()
         if self._owns_host:
+            await self.episodes.aclose()
             await self.host.close()
         await self.http.aclose()
         shutil.rmtree(self.relays_dir, ignore_errors=True)

@@ -76,14 +76,16 @@ class LocalEpisodes(Episodes):
     ``CODERL_SWE_REPOS`` and ``CODERL_CACHE``); ``fetch``: pull or build an image this machine lacks
     (False on a service node, which answers `ImageNotPulled`: `coderl images pull` is the
     operator's step); ``harbor_dir``: the Harbor tasks a request may name (``CODERL_HARBOR_TASKS``);
-    ``gateway_socket``: the gateway's unix socket ``run_harness`` relays to."""
+    ``gateway_socket``: the gateway's unix socket ``run_harness`` relays to; ``grading_warm``: the
+    repository graders' runs started ahead per task (``RepoGrader(warm=...)``, ``CODERL_GRADING_WARM``)."""
 
     placement = LOCAL
 
     def __init__(self, host: SessionHost, *, repos: Path | None = None, cache: Path | None = None,
                  find_links: Path | None = None, concurrency: int = 2, fetch: bool = True,
-                 harbor_dir: Path | None = None, gateway_socket: str = "") -> None:
+                 harbor_dir: Path | None = None, gateway_socket: str = "", grading_warm: int = 0) -> None:
         self.host, self.repos, self.cache = host, repos, cache or default_cache_dir()
+        self.grading_warm = grading_warm
         self.find_links, self.fetch, self.harbor_dir = find_links, fetch, harbor_dir
         self.gateway_socket = gateway_socket
         self.gate = asyncio.Semaphore(concurrency)  # the one bound on this placement's grading sandboxes
@@ -98,6 +100,10 @@ class LocalEpisodes(Episodes):
     def _cache_of(self, ref: TaskRef) -> Path:
         return Path(ref.cache_dir) if ref.cache_dir else self.cache
 
+    async def aclose(self) -> None:
+        """The repository graders' runs started ahead stopped (``grading_warm``); before the host closes."""
+        await asyncio.gather(*(grader.aclose() for grader in self._repo_graders.values()))
+
     def repo_grader(self, ref: TaskRef) -> RepoGrader:
         repos = ref.repos_dir or (str(self.repos) if self.repos else "")
         if not repos:
@@ -107,7 +113,7 @@ class LocalEpisodes(Episodes):
         if key not in self._repo_graders:
             cache = self._cache_of(ref)
             self._repo_graders[key] = RepoGrader(self.host, RepoStore(Path(repos), cache), env_cache=cache,
-                                                 find_links=self.find_links, gate=self.gate)
+                                                 find_links=self.find_links, gate=self.gate, warm=self.grading_warm)
         return self._repo_graders[key]
 
     def image_grader(self, ref: TaskRef) -> ImageRepoGrader:

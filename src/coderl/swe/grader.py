@@ -146,13 +146,13 @@ class RepoGrader:
         self.env_cache, self.find_links = env_cache, find_links
         self.limits = limits
         self._gate = gate or asyncio.Semaphore(concurrency)
-        self._warm = warm
+        self.warm = warm
         self._ahead: OrderedDict[tuple, list[StartedRun]] = OrderedDict()
         self._filling: set[asyncio.Task] = set()
 
     async def aclose(self) -> None:
         """Stop the grading runs started ahead (``warm``), and their refills."""
-        self._warm = 0
+        self.warm = 0
         while self._filling:  # starts and stops under way (a start is an open, bounded)
             await asyncio.gather(*list(self._filling), return_exceptions=True)
         ahead = [started for runs in self._ahead.values() for started in runs]
@@ -213,7 +213,7 @@ class RepoGrader:
                 return outcome(GradeStatus.SANDBOX_ERROR, str(exc), tests_touched=touched)
             finally:
                 await started.stop()
-                if self._warm:
+                if self.warm:
                     self._refill(key, (snapshot, env, command, spec))
 
     async def start_run(self, snapshot: Path, env: Path, command: str, spec: dict, within_s: float) -> StartedRun:
@@ -252,7 +252,7 @@ class RepoGrader:
             _, old = self._ahead.popitem(last=False)
             for started in old:
                 self._background(started.stop())
-        for _ in range(self._warm - len(self._ahead[key])):
+        for _ in range(self.warm - len(self._ahead[key])):
             self._background(self._fill(key, how))
 
     async def _fill(self, key: tuple, how: tuple[Path, Path, str, dict]) -> None:
@@ -268,9 +268,11 @@ class RepoGrader:
             return
         runs.append(started)
         started.run.add_done_callback(lambda _: self._expire(key, started))
+        asyncio.get_running_loop().call_later(WARM_IDLE_S, self._expire, key, started)
 
     def _expire(self, key: tuple, started: StartedRun) -> None:
-        """A run started ahead whose launcher stopped waiting (no go-ahead within its time): stopped."""
+        """A run started ahead that no grading took within ``WARM_IDLE_S``, or whose launcher stopped
+        waiting: stopped (a no-op once it was handed out)."""
         runs = self._ahead.get(key, [])
         if started in runs:
             runs.remove(started)
