@@ -41,7 +41,7 @@ class CountingGrader(RepoGrader):
 
 
 async def _waiting(grader: RepoGrader) -> None:
-    for _ in range(400):
+    for _ in range(1200):  # a sandbox's open: well under a second, more on a loaded machine
         if grader.ahead():
             return
         await asyncio.sleep(0.05)
@@ -112,7 +112,7 @@ def test_a_run_started_ahead_that_no_grading_takes_is_stopped(intervals, monkeyp
                 await grader.grade(task, task.gold_patch)
                 await _waiting(grader)
                 waiting = len(host.sessions)
-                for _ in range(200):  # its second is up: stopped by the grader, not by its launcher's own wait
+                for _ in range(600):  # its second is up: stopped by the grader, not by its launcher's own wait
                     if not grader.ahead() and not host.sessions:
                         break
                     await asyncio.sleep(0.05)
