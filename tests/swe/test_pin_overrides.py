@@ -1,6 +1,7 @@
 """A table's exact pin against the project's own install requirement (coderl.swe.pin_overrides):
 the project's requirement wins, as in SWE-bench's order (the pins installed, then ``pip install -e
-.``), and the override is recorded; a pin the project does not exclude stays exact (issue 44 item 2).
+.``), and the override is recorded (the environment, its resolution, the builder's report); a pin
+the project does not exclude stays exact (issue 44 item 2).
 Built for real, offline: a project whose build backend is in its tree, wheels from a local folder."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from coderl.data.swe_bench import pin_overrides_by_source
 from coderl.swe import pin_overrides
 from coderl.swe.environment import LOCK, PIN_OVERRIDES, build_env, env_key
 from coderl.swe.store import RepoStore
@@ -76,6 +78,8 @@ def test_a_pin_the_project_excludes_gives_way_and_is_recorded(tmp_path):
     assert override["pin"] == "pin_low==2.0" and override["project"] == "pin_low<2"
     memo = json.loads((cache / "resolutions" / f"{env_key(spec, wheels)}.json").read_text())
     assert memo["pin_overrides"] == [override]
+    # `coderl data swe-bench`'s report names them per environment
+    assert pin_overrides_by_source({spec.source: str(env), "other@x": "error: no build"}) == {spec.source: [override]}
 
 
 def test_which_pins_the_project_overrides():

@@ -31,7 +31,7 @@ from coderl.errors import BadRequest, CoderlError, EnvBuildError
 from coderl.swe.django_run import DJANGO_TEST_CMD, runs_django_repo
 from coderl.swe.env_infer import infer_env, validate_env
 from coderl.swe.env_tables import table_spec
-from coderl.swe.environment import build_env
+from coderl.swe.environment import PIN_OVERRIDES, build_env
 from coderl.swe.patch import MalformedDiff, split_diff
 from coderl.swe.store import RepoStore, git
 from coderl.swe.task import RepoTask
@@ -95,12 +95,19 @@ def build_swe_bench(rows_file: str | Path, repos_dir: str | Path, out: str | Pat
     report = {"read": len(rows), "served": len(tasks), "skipped": skipped,
               "instances": [t["instance_id"] for t in tasks], "environments": envs,
               "environment_s": seconds, "inferred_validation": validation if build_envs else {}, "distinct_environments": len({e for e in envs.values() if not e.startswith("error: ")}),
+              "pin_overrides": pin_overrides_by_source(envs),
               "repos": str(repos), "cache": str(cache), "tasks": str(out / "tasks.jsonl")}
     (out / "report.json").write_text(json.dumps(report, indent=2, sort_keys=True))
     if not tasks:
         top = "; ".join(f"{i}: {why}" for i, why in list(skipped.items())[:3]) or "no rows read"
         raise BadRequest(f"swe-bench: no row could be served ({top})")
     return report
+
+
+def pin_overrides_by_source(envs: dict[str, str]) -> dict[str, list[dict[str, str]]]:
+    """Per environment source, the table pins its project's own requirements replaced (coderl.swe.pin_overrides)."""
+    found = {source: Path(env) / PIN_OVERRIDES for source, env in envs.items() if not env.startswith("error: ")}
+    return {source: json.loads(path.read_text()) for source, path in found.items() if path.is_file()}
 
 
 def _serve(row: dict[str, Any], store: RepoStore) -> dict[str, Any]:
