@@ -137,10 +137,11 @@ def test_a_runner_dying_after_the_stop_rule_fired_runs_nothing_more(engine):
 
 
 def test_total_time_budget(engine):
-    # 1 s sleeps in a 3 s budget: the first fits with 2 s to spare for the start (a loaded machine
-    # is slow there), and the runs after the third cannot start, whatever the machine's speed
-    ex = engine.execute(Program("python", "import time\ntime.sleep(1.0)"), [b""] * 6,
-                        Limits(cpu_s=2, wall_s=2), total_time_s=3.0)
+    # 1 s sleeps in a 6 s budget: the first fits with 5 s to spare for the runner's start (a loaded
+    # CI machine once took over 2 s there: the first run was skipped under a 3 s budget), and the
+    # twelfth cannot start before 11 s, whatever the machine's speed
+    ex = engine.execute(Program("python", "import time\ntime.sleep(1.0)"), [b""] * 12,
+                        Limits(cpu_s=2, wall_s=2), total_time_s=6.0)
     statuses = [r.status for r in ex.results]
     assert statuses[0] is RunStatus.OK
     assert statuses[-1] is RunStatus.SKIPPED and "budget" in ex.results[-1].message
