@@ -180,7 +180,7 @@ async def diagnose(host: SessionHost, snapshot: Path, env_dir: Path, task: RepoT
         await session.write_file("/tmp/coderl_reasons.py", _REASONS.encode())
         await session.write_file("/tmp/coderl_tests.txt", "\n".join(tests).encode())
         services = task.env.services  # started as the grader starts them, their variables set
-        run = await session.exec(start_services("python", services, env_dir) + "python /tmp/coderl_reasons.py "
+        run = await session.exec(start_services(services, env_dir) + "python /tmp/coderl_reasons.py "
                                  + " ".join(shlex.quote(f) for f in files)
                                  + " >/dev/null 2>&1; cat /tmp/coderl_reasons.out", timeout_s=1800,
                                  env=service_env(services, env_dir))

@@ -188,10 +188,10 @@ def launch(task: RepoTask, env: Path, rootdir: str, inifile: str | None) -> tupl
             "protected": sorted(task.protected_files), "site_packages": str(site_packages(env)), "env": environ}
     python = shlex.quote(str(env / "bin" / "python"))
     command = f"exec {python} -I -S {shlex.quote(str(compiled_launcher(env)))}"
-    return start_services(python, services, env) + command, spec
+    return start_services(services, env) + command, spec
 
 
-def start_services(python: str, services: tuple[TestService, ...], env: Path) -> str:
+def start_services(services: tuple[TestService, ...], env: Path) -> str:
     """The shell prefix that starts the task's test services (``pytest_inside/services.py``) before
     the launcher, in the same command (a session kills what a command started when it returns):
     stdin from /dev/null and stdout onto stderr, since the command's stdin holds the spec's nonce
@@ -199,15 +199,16 @@ def start_services(python: str, services: tuple[TestService, ...], env: Path) ->
     ``EXIT_SERVICE`` before pytest (``service_failed``). '' when there are none."""
     if not services:
         return ""
-    return (f"{python} -I -S {shlex.quote(str(INSIDE_DIR / 'services.py'))} {shlex.quote(services_arg(services, env))} "
-            f"</dev/null >&2 || exit {EXIT_SERVICE}; ")
+    return f"{shlex.join(services_argv(services, env))} </dev/null >&2 || exit {EXIT_SERVICE}; "
 
 
-def services_arg(services: tuple[TestService, ...], env: Path) -> str:
-    """The services as ``pytest_inside/services.py`` takes them (a TLS front's certificate
+def services_argv(services: tuple[TestService, ...], env: Path) -> list[str]:
+    """The starter's command line, one for grading runs and episodes: the environment's Python on
+    ``pytest_inside/services.py`` with the services as it takes them (a TLS front's certificate
     directory: the environment's, ``service_tls``)."""
     tls = {"tls_dir": str(service_tls.tls_dir(env))}
-    return json.dumps([{**s.to_dict(), **(tls if s.tls_port else {})} for s in services])
+    spec = json.dumps([{**s.to_dict(), **(tls if s.tls_port else {})} for s in services])
+    return [str(env / "bin" / "python"), "-I", "-S", str(INSIDE_DIR / "services.py"), spec]
 
 
 def services_binds(task: RepoTask | None) -> tuple[str, ...]:
@@ -225,9 +226,7 @@ async def start_in_session(session: Session, services: tuple[TestService, ...], 
     environment's fault: the episode is dropped, never scored)."""
     if not services:
         return
-    argv = [str(env / "bin" / "python"), "-I", "-S", str(INSIDE_DIR / "services.py"), services_arg(services, env),
-            "--hold"]
-    run = await session.keep(argv, timeout_s=SERVICES_START_S + 30)
+    run = await session.keep([*services_argv(services, env), "--hold"], timeout_s=SERVICES_START_S + 30)
     if run.timed_out or run.exit_code is not None:
         raise SessionFailure(f"session {session.id}: a test service of the task's environment did not start: "
                              f"{run.stdout.strip()[-600:]}")
