@@ -70,6 +70,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     swe.add_argument("--cache", help="snapshots and environments (default: $CODERL_CACHE or ~/.cache/coderl)")
     swe.add_argument("--find-links", help="wheel directory for the environments (pip --no-index)")
     swe.add_argument("--limit", type=positive_int, help="the first N tasks only")
+    swe.add_argument("--labels", choices=("row", "official"), default="row",
+                     help="row: the FAIL_TO_PASS / PASS_TO_PASS each row carries (a gate's kept rows: its lists, "
+                          "relabelled rows' included; default); official: SWE-bench's own lists where the gate "
+                          "changed them (gate.official), for official-label numbers")
     swe.add_argument("--image", metavar="TEMPLATE", help="each task's environment is its image (no --repos), as "
                                                          "`coderl data swe --image`: {instance_id}, {sweb_id}")
     swe.add_argument("--image-python", default="python3", help="with --image: the interpreter with the task's pytest")
@@ -81,7 +85,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     harbor_parser(sub)
     sg = sub.add_parser("swe-gate", help="the validation gate: gold and empty patches over task rows; keeps the tasks "
-                                         "gold resolves and empty does not (drifted PASS_TO_PASS dropped)")
+                                         "gold resolves and empty does not (drifted PASS_TO_PASS dropped; a listed "
+                                         "FAIL_TO_PASS test passing unfixed moved to PASS_TO_PASS, and a row none of whose "
+                                         "listed ones fails unfixed relabelled from its test patch's tests, recorded)")
     sg.add_argument("--tasks", required=True, help="tasks.jsonl (from `coderl data swe-bench`) or its directory")
     sg.add_argument("--repos", required=True, help="the mirrors / bundles directory the rows were made from")
     sg.add_argument("--out", required=True, help="output directory: gate.jsonl (resumable), gate.json, gate.md, "
@@ -118,7 +124,7 @@ def _swe(args: argparse.Namespace) -> int:
                         sessions_url=args.sessions_url, gateway_url=args.gateway_url,
                         concurrency=args.concurrency, find_links=Path(args.find_links) if args.find_links else None,
                         limit=args.limit, split=args.split, image=args.image, image_python=args.image_python,
-                        workdir=args.workdir, image_user=args.image_user)
+                        workdir=args.workdir, image_user=args.image_user, labels=args.labels)
     summary = asyncio.run(evaluate_swe(cfg))
     print(markdown(summary))
     return exit_code(summary)

@@ -66,6 +66,7 @@ class SweEvalConfig:
     image_python: str = "python3"
     workdir: str = "/testbed"
     image_user: str = ""  # '' = the image's User
+    labels: str = "row"  # row: the lists each row carries (a gate's, relabelled or not); official: SWE-bench's
 
     def task_ref(self, task: RepoTask, repos: Path | None = None) -> TaskRef:
         """The task's reference: in its image with --image (as `coderl data swe --image` writes it),
@@ -76,6 +77,20 @@ class SweEvalConfig:
             return TaskRef.of_repo_task(task, repos_dir=repos or "", cache_dir=self.cache_dir)
         image = ImageRef(image_reference(self.image, task.instance_id), self.image_python, self.workdir, self.image_user)
         return TaskRef.of_repo_task(task, image=image, cache_dir=self.cache_dir)
+
+
+LABELS = ("row", "official")
+
+
+def official_labels(row: dict[str, Any]) -> dict[str, Any]:
+    """The row with SWE-bench's own FAIL_TO_PASS and PASS_TO_PASS where `coderl eval swe-gate`
+    changed them (its kept rows carry them as ``gate.official``: drifted, flaky or network tests
+    dropped, tests relabelled), for official-label numbers; any other row as it is."""
+    gate = row.get("gate")
+    official = gate.get("official") if isinstance(gate, dict) else None
+    if not isinstance(official, dict):
+        return row
+    return {**row, "FAIL_TO_PASS": official["FAIL_TO_PASS"], "PASS_TO_PASS": official["PASS_TO_PASS"]}
 
 
 def load_tasks(cfg: SweEvalConfig) -> tuple[list[RepoTask], Path | None]:
@@ -97,7 +112,10 @@ def load_tasks(cfg: SweEvalConfig) -> tuple[list[RepoTask], Path | None]:
             raise BadRequest("--image: each task's image holds its repository: no --repos, no --tasks builtin")
     elif not repos or not Path(repos).is_dir():
         raise BadRequest("--repos must name the directory of git mirrors or tarballs the tasks come from")
-    tasks = [RepoTask.from_row(r) for r in read_rows(source, limit=cfg.limit)]
+    if cfg.labels not in LABELS:
+        raise BadRequest(f"--labels {cfg.labels!r}: one of {', '.join(LABELS)}")
+    rows = read_rows(source, limit=cfg.limit)
+    tasks = [RepoTask.from_row(official_labels(r) if cfg.labels == "official" else r) for r in rows]
     if not tasks:
         raise BadRequest(f"{cfg.tasks}: no tasks")
     if tasks and cfg.image is not None:
