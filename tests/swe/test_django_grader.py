@@ -25,7 +25,7 @@ from coderl.sandbox.session import SessionHost
 from coderl.swe.django_run import DJANGO_TEST_CMD, labels, runner_paths, runs_django
 from coderl.swe.grader import RepoGrader
 from coderl.swe.store import RepoStore, git
-from tests.helpers.django_fixture import ENV, F2P, FIXED, P2P, TEST, make_django_task
+from tests.helpers.django_fixture import DATE, ENV, F2P, FIXED, P2P, TEST, make_django_task
 from tests.helpers.require import require
 
 TESTCASES = "django/test/testcases.py"
@@ -130,13 +130,43 @@ def make_diff(snapshot: Path, scratch: Path, appends: dict[str, str]) -> str:
     return git("diff", "--cached", "--no-color", "HEAD", cwd=work)
 
 
+# A zipped egg under tests/ (Django's own tests/user_commands/eggs/basic.egg, which
+# user_commands.tests imports from): a module zipimport loads from it names its file inside the
+# archive, no file of the base commit; the run reports it as the archive's file.
+EGG = "tests/humanize_tests/eggs/basic.egg"
+EGG_IMPORT = ("\n\nimport os as _os\nimport sys as _sys\n\n_sys.path.insert(0, _os.path.join(_os.path.dirname(__file__), "
+              f"'..', '..', '..', '..', {EGG!r}))\nimport eggmod as _eggmod  # noqa: E402\n")
+
+
+def zipped_egg() -> bytes:
+    import io
+    import zipfile
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("eggmod/__init__.py", "VALUE = 1\n")
+    return buf.getvalue()
+
+
 @pytest.fixture(scope="module")
 def django(tmp_path_factory):
-    """The task, its store and its snapshot (the fixture repository built once into the cache)."""
+    """The task, its store and its snapshot (the fixture repository built once into the cache, cloned
+    here with one more commit on the base: the egg, the base of ``egg_task``)."""
     root = tmp_path_factory.mktemp("django")
-    repos, task = make_django_task(default_cache_dir())
+    source, task = make_django_task(default_cache_dir())
+    repos = root / "repos"
+    git("clone", "-q", "--bare", str(source / "django__django"), str(repos / "django__django"))
+    work = root / "egg-work"
+    git("clone", "-q", str(repos / "django__django"), str(work))
+    git("checkout", "-q", task.base_commit, cwd=work)
+    (work / EGG).parent.mkdir(parents=True)
+    (work / EGG).write_bytes(zipped_egg())
+    git("add", "-A", cwd=work)
+    git("commit", "-q", "-m", "egg", cwd=work, env={**os.environ, **DATE})
+    git("push", "-q", "origin", "HEAD:refs/heads/egg", cwd=work)
+    egg_base = git("rev-parse", "HEAD", cwd=work).strip()
     store = RepoStore(repos, root / "cache")
-    return root, task, store, store.snapshot(task.repo, task.base_commit)
+    return root, task, store, store.snapshot(task.repo, task.base_commit), egg_base
 
 
 def grade_many(store: RepoStore, items: list) -> list:
@@ -159,12 +189,15 @@ HONEST_RUNTIME = ("\n\nimport collections as _collections\nfrom multiprocessing.
 
 @pytest.fixture(scope="module")
 def graded(django):
-    """The gold patch, the empty one, the gold under Python 3.11+'s names and honest run-time code
-    (``HONEST_RUNTIME``, nothing fixed), graded in one batch."""
-    root, task, store, snapshot = django
+    """The gold patch, the empty one, the gold under Python 3.11+'s names, honest run-time code
+    (``HONEST_RUNTIME``, nothing fixed) and an import from a zipped egg (``EGG``), graded in one batch."""
+    root, task, store, snapshot, egg_base = django
     newer = dataclasses.replace(task, instance_id="django__django-intcomma-311", fail_to_pass=NEWER_F2P, pass_to_pass=DOC_P2P)
     honest = make_diff(snapshot, root / "scratch", {HUMANIZE: HONEST_RUNTIME})
-    return (task, *grade_many(store, [(task, task.gold_patch), (task, ""), (newer, task.gold_patch), (task, honest)]))
+    egg_task = dataclasses.replace(task, instance_id="django__django-intcomma-egg", base_commit=egg_base)
+    egg_import = make_diff(store.snapshot(task.repo, egg_base), root / "scratch", {HUMANIZE: EGG_IMPORT})
+    return (task, *grade_many(store, [(task, task.gold_patch), (task, ""), (newer, task.gold_patch), (task, honest),
+                                      (egg_task, egg_import)]))
 
 
 # Every attack, graded in one batch of its own: 15 Django test runs, the module's dearest part (~16 s
@@ -172,7 +205,7 @@ def graded(django):
 # first-order defect, and issue 45 asks for this red team there.
 @pytest.fixture(scope="module")
 def attacked(django):
-    root, task, store, snapshot = django
+    root, task, store, snapshot, _ = django
     diffs = [make_diff(snapshot, root / "scratch", a.appends) for a in ATTACKS]
     return dict(zip((a.id for a in ATTACKS), grade_many(store, [(task, d) for d in diffs]), strict=True))
 
@@ -184,7 +217,7 @@ def test_the_task_runs_under_django_runtests(django):
 
 
 def test_gold_resolves_and_empty_does_not(graded):
-    _, gold, empty, _, _ = graded
+    _, gold, empty, *_ = graded
     assert (gold.status, gold.reward, gold.findings) == ("resolved", 1.0, []), (gold, gold.log_tail[-2000:])
     assert set(gold.pass_to_pass.values()) == {"PASSED"} and set(gold.fail_to_pass.values()) == {"PASSED"}
     assert (empty.status, empty.reward, empty.findings) == ("unresolved", 0.0, []), (empty, empty.log_tail[-2000:])
@@ -206,6 +239,15 @@ def test_attack_is_not_resolved(attacked, attack):
     assert r.status == attack.expected, (r.status, r.findings, r.message, r.log_tail[-1500:])
     if r.status == "unresolved":
         assert "PASSED" not in r.fail_to_pass.values(), r
+
+
+def test_a_module_from_a_zipped_egg_of_the_base_is_its_archive(graded):
+    """The code under test importing a module from a zipped egg of the base commit under tests/
+    (django__django-15781's ``user_commands.tests`` does), nothing fixed: unresolved, no finding (it
+    was ``tampered``: 'a test module the base commit does not have: .../basic.egg/eggmod/__init__.py')."""
+    egg = graded[5]
+    assert (egg.status, egg.findings) == ("unresolved", []), (egg, egg.log_tail[-2000:])
+    assert egg.fail_to_pass == {F2P[0]: "FAILED"} and set(egg.pass_to_pass.values()) == {"PASSED"}, egg
 
 
 def test_a_diff_under_tests_is_dropped_and_reported(attacked):

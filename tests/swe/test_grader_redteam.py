@@ -424,16 +424,16 @@ def _attacks() -> list[Attack]:
 ATTACKS = _attacks()
 
 
-def _commit(work: Path, files: dict[str, str], message: str) -> str:
+def _commit(work: Path, files: dict[str, str | bytes], message: str) -> str:
     for path, text in files.items():
         (work / path).parent.mkdir(parents=True, exist_ok=True)
-        (work / path).write_text(text)
+        (work / path).write_bytes(text) if isinstance(text, bytes) else (work / path).write_text(text)
     git("add", "-A", cwd=work)
     git("commit", "-q", "-m", message, cwd=work, env=DATE)
     return git("rev-parse", "HEAD", cwd=work).strip()
 
 
-def make_repo(repos: Path, name: str, base: dict[str, str], fix: dict[str, str]) -> tuple[str, str]:
+def make_repo(repos: Path, name: str, base: dict[str, str | bytes], fix: dict[str, str]) -> tuple[str, str]:
     """A mirror ``repos/redteam__<name>`` with the base commit and the fix on top: (base sha, gold diff)."""
     work = repos / f"redteam__{name}"
     work.mkdir(parents=True)
@@ -856,3 +856,55 @@ def test_a_work_tree_wrapper_around_a_decorated_test_cannot_pass_it(tmp_path):
     assert (results[0].status, results[0].reward) == ("resolved", 1.0), results[0]
     for name, r in zip(STYLED_ATTACKS, results[1:], strict=True):
         assert not r.resolved and r.reward == 0.0, f"ATTACK SUCCEEDED: {name}: {r}"
+
+
+def zipped(files: dict[str, str]) -> bytes:
+    """A zip archive (a zipped egg) holding these files."""
+    import io
+    import zipfile
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for name, text in files.items():
+            zf.writestr(name, text)
+    return buf.getvalue()
+
+
+EGG = "tests/eggs/helpers.egg"
+
+
+def test_a_plugin_from_a_zipped_egg_of_the_base_is_its_archive(tmp_path):
+    """A plugin module zipimport loads from an archive of the work tree names its file inside the
+    archive (``tests/eggs/helpers.egg/eggplug.py``), no file of any commit: it is reported as the
+    archive, whose bytes are compared with the base commit's. The gold patch resolves (it was
+    ``tampered``: 'a plugin the base commit does not have'); a diff that changes the archive is
+    still caught."""
+    egg = zipped({"eggplug.py": "import pytest\n\n\n@pytest.fixture\ndef egg_five():\n    return 5\n"})
+    base = {**CALC, EGG: egg, "conftest.py": ("import os\nimport sys\n\n"
+                                              "sys.path.insert(0, os.path.join(os.path.dirname(__file__), "
+                                              f"{EGG!r}))\npytest_plugins = ['eggplug']\n")}
+    sha, gold = make_repo(tmp_path / "repos", "egg", base, CALC_FIX)
+    task = RepoTask(instance_id="redteam__egg-1", repo="redteam/egg", base_commit=sha, problem_statement="",
+                    fail_to_pass=(ADD,), pass_to_pass=(SUB,), gold_patch=gold, env=ENV)
+    snapshot = RepoStore(tmp_path / "repos", tmp_path / "cache").snapshot(task.repo, task.base_commit)
+    changed = zipped({"eggplug.py": "import pytest\n\n\n@pytest.fixture\ndef egg_five():\n    return 6\n"})
+    attack = make_diff(snapshot, tmp_path / "scratch",
+                       Attack("egg-changed", {**CALC_FIX, EGG: changed}, "tampered"))
+    gold_r, changed_r = grade_all(tmp_path, [(task, gold), (task, attack)])
+    assert (gold_r.status, gold_r.reward, gold_r.findings) == ("resolved", 1.0, []), (gold_r, gold_r.log_tail[-2000:])
+    assert (changed_r.status, changed_r.reward) == ("tampered", 0.0), (changed_r, changed_r.log_tail[-2000:])
+    assert any(f"a plugin changed from the base commit: {EGG}" in f for f in changed_r.findings), changed_r.findings
+
+
+def test_the_user_the_tests_run_as_has_a_name(tmp_path):
+    """``getpass.getuser()`` answers in the grading run (``grading_run.RUN_USER``): the sandbox's uid
+    has no /etc/passwd entry there, and a suite that asks for the user's name (Django's
+    createsuperuser tests, django__django-16400) otherwise got none and looped until the time limit."""
+    user_test = "tests/test_user.py::test_user_has_a_name"
+    base = {**CALC, "tests/test_user.py": "import getpass\n\n\ndef test_user_has_a_name():\n"
+                                          "    assert getpass.getuser() == 'nobody'\n"}
+    sha, gold = make_repo(tmp_path / "repos", "user", base, CALC_FIX)
+    task = RepoTask(instance_id="redteam__user-1", repo="redteam/user", base_commit=sha, problem_statement="",
+                    fail_to_pass=(ADD,), pass_to_pass=(SUB, user_test), gold_patch=gold, env=ENV)
+    (r,) = grade_all(tmp_path, [(task, gold)])
+    assert (r.status, r.findings) == ("resolved", []), (r, r.log_tail[-2000:])

@@ -175,13 +175,21 @@ def written_byte_code(upper: Path) -> list[str]:
     return sorted(found)
 
 
+# The user the tests run as has a name, as in SWE-bench's images (root there): the sandbox's uid
+# (65534, the host's "nobody") has no /etc/passwd entry in the sandbox, so ``getpass.getuser()``
+# raised, and a suite that asks for the user's name got none: Django's
+# ``auth_tests.test_management`` (createsuperuser's default username, "" then) prompted forever
+# (django__django-16400's gate ran until its time limit). getuser reads LOGNAME first.
+RUN_USER = {"LOGNAME": "nobody", "USER": "nobody"}
+
+
 def launch(task: RepoTask, env: Path, rootdir: str, inifile: str | None) -> tuple[str, dict]:
     """The launcher's command line and its spec (with a fresh nonce)."""
     root = os.path.normpath(os.path.join(REPO, rootdir))
     pinned = ["-c", f"{REPO}/{inifile}"] if inifile else ["-c", "/dev/null", "--confcutdir", root]
     args = [*pytest_args(task.test_cmd), "-p", "no:cacheprovider", *pinned, "--rootdir", root, *test_files(task)]
     environ = {"PATH": f"{env}/bin:/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8",
-               "TMPDIR": "/tmp", "VIRTUAL_ENV": str(env), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+               "TMPDIR": "/tmp", "VIRTUAL_ENV": str(env), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", **RUN_USER}
     services = task.env.services  # their variables (where the suite reads their address) never override the run's
     environ = {**service_env(services, env), **environ}
     spec = {"nonce": secrets.token_hex(32), "args": args, "wanted": list(task.tests),

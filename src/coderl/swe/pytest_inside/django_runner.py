@@ -255,16 +255,19 @@ class Run:
 
     def modules(self) -> None:
         """Every module imported from the tests directory, with its blob id (the host compares it
-        with the base commit, or the test patch's bytes)."""
+        with the base commit, or the test patch's bytes); a module loaded from an archive there (a
+        zipped egg) as the archive's file (``file``)."""
         sent = set()
         for module in list(sys.modules.values()):
             source = getattr(module, "__file__", None)
-            if source and source.endswith(".py") and self.in_tests(source) and source not in sent:
-                sent.add(source)
-                self.send("module", **self.file(source))
+            if source and source.endswith(".py") and self.in_tests(source):
+                record = self.file(source)
+                if record["path"] not in sent:
+                    sent.add(record["path"])
+                    self.send("module", **record)
 
     def file(self, path: str) -> dict:
-        real = os.path.realpath(path)
+        real = self.rewrites.archive_of(os.path.realpath(path))  # a member of an archive: the archive
         try:
             blob = self.blob(real)
         except OSError:

@@ -333,7 +333,7 @@ class Reporter:
     def _file(self, path: str | None) -> dict:
         if path is None:
             return {"path": None, "blob": None}
-        real = os.path.realpath(path)
+        real = self._rewrites.archive_of(os.path.realpath(path))  # a member of an archive: the archive
         try:
             blob = self._blob(real)
         except OSError:

@@ -525,6 +525,24 @@ def closes_over(func) -> tuple:  # type: ignore[no-untyped-def]
     return (tuple(cells), id(func.__defaults__), id(func.__kwdefaults__), id(func.__globals__))
 
 
+def archive_of(path: str) -> str:
+    """The file ``path`` lies inside, when a file (not a directory) is one of its parents: a module
+    zipimport loads from an archive (a zipped egg, ``tests/user_commands/eggs/basic.egg``) names
+    its ``__file__`` inside the archive (``basic.egg/commandegg/__init__.py``), which no tree holds.
+    Such a module is reported as the archive's file, whose bytes the host compares with the base
+    commit's; ``path`` itself when it lies in no file."""
+    if os.path.lexists(path):
+        return path
+    parent = os.path.dirname(path)
+    while parent and parent != os.path.dirname(parent):
+        if os.path.isfile(parent):
+            return parent
+        if os.path.isdir(parent):
+            return path
+        parent = os.path.dirname(parent)
+    return path
+
+
 def realpath_cache(prefixes: tuple[str, ...]):  # type: ignore[no-untyped-def]
     """``is_under(path)``: ``path`` (symlinks resolved, each path once) is inside one of
     ``prefixes`` (already resolved)."""
