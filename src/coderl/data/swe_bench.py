@@ -31,7 +31,7 @@ from coderl.errors import BadRequest, CoderlError, EnvBuildError
 from coderl.swe.django_run import DJANGO_TEST_CMD, runs_django_repo
 from coderl.swe.env_infer import infer_env, validate_env
 from coderl.swe.env_tables import table_spec
-from coderl.swe.environment import PIN_OVERRIDES, build_env
+from coderl.swe.environment import PIN_OVERRIDES, build_env, resolution_date
 from coderl.swe.patch import MalformedDiff, split_diff
 from coderl.swe.store import RepoStore, git
 from coderl.swe.task import RepoTask
@@ -96,6 +96,7 @@ def build_swe_bench(rows_file: str | Path, repos_dir: str | Path, out: str | Pat
               "instances": [t["instance_id"] for t in tasks], "environments": envs,
               "environment_s": seconds, "inferred_validation": validation if build_envs else {}, "distinct_environments": len({e for e in envs.values() if not e.startswith("error: ")}),
               "pin_overrides": pin_overrides_by_source(envs),
+              "resolution_dates": resolution_dates_by_instance(tasks, envs, cache) if build_envs else {},
               "repos": str(repos), "cache": str(cache), "tasks": str(out / "tasks.jsonl")}
     (out / "report.json").write_text(json.dumps(report, indent=2, sort_keys=True))
     if not tasks:
@@ -108,6 +109,20 @@ def pin_overrides_by_source(envs: dict[str, str]) -> dict[str, list[dict[str, st
     """Per environment source, the table pins its project's own requirements replaced (coderl.swe.pin_overrides)."""
     found = {source: Path(env) / PIN_OVERRIDES for source, env in envs.items() if not env.startswith("error: ")}
     return {source: json.loads(path.read_text()) for source, path in found.items() if path.is_file()}
+
+
+def resolution_dates_by_instance(tasks: list[dict[str, Any]], envs: dict[str, str],
+                                 cache: Path) -> dict[str, dict[str, str]]:
+    """Per instance whose environment was resolved as of its base commit's date rather than its own
+    (``environment.resolution_date``): that date, the row's, and why (uv's words as of the row's)."""
+    out = {}
+    for task in tasks:
+        if envs.get(task["environment_setup"]["source"], "error: ").startswith("error: "):
+            continue
+        moved = resolution_date(RepoTask.from_row(task).env, cache)
+        if moved:
+            out[task["instance_id"]] = moved
+    return out
 
 
 def _serve(row: dict[str, Any], store: RepoStore) -> dict[str, Any]:
@@ -129,8 +144,11 @@ def _serve(row: dict[str, Any], store: RepoStore) -> dict[str, Any]:
                 for ids in (task.fail_to_pass, task.pass_to_pass))
     resolved_at = row_date(row, mirror, commit)
     source = f"{task.repo}@{commit}"
+    # the base commit's own date (a bundle's tag is not the row's commit: none), the resolution's
+    # fallback when the row's date leaves the base tree's requirements unresolvable
+    fallback_at = commit_date(mirror, commit) if commit == task.base_commit else ""
     spec = table_spec(task.repo, version, source=source, resolved_at=resolved_at,
-                      has_file=lambda path: (snapshot / path).is_file())
+                      has_file=lambda path: (snapshot / path).is_file(), fallback_at=fallback_at)
     inferred = spec is None
     if spec is None:  # no table: the repository's own metadata at that commit, validated when built
         try:
@@ -156,9 +174,21 @@ def row_date(row: dict[str, Any], mirror: Path, commit: str) -> str:
         except CoderlError as exc:
             raise Skip(f"the row has no created_at and its commit's date cannot be read: {exc}") from exc
     try:
-        when = datetime.fromisoformat(raw.replace("Z", "+00:00").replace(" ", "T", 1))
+        return _utc(raw)
     except ValueError as exc:
         raise Skip(f"created_at {raw!r} is not a date") from exc
+
+
+def commit_date(mirror: Path, commit: str) -> str:
+    """The commit's committer date (ISO, UTC, ``Z``); "" when it cannot be read."""
+    try:
+        return _utc(git("log", "-1", "--format=%cI", commit, cwd=mirror).strip())
+    except (CoderlError, ValueError):
+        return ""
+
+
+def _utc(raw: str) -> str:
+    when = datetime.fromisoformat(raw.replace("Z", "+00:00").replace(" ", "T", 1))
     when = when if when.tzinfo else when.replace(tzinfo=UTC)
     return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 

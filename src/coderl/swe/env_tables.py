@@ -14,7 +14,9 @@ Two files beside this one, kept apart on purpose:
   before a date: the date is the row's, so the rule is decided per row.
 
 The resolution date is the row's own (``resolved_at``, from its ``created_at``), never the
-table's: a row's exact pins name versions of its own time. A row older than its Python's first
+table's: a row's exact pins name versions of its own time. A row whose base commit is later than
+its date (the fix opened months before the commit SWE-bench took as its base) carries that date as
+``resolved_at_fallback``: used only when the row's own date leaves the packages unresolvable. A row older than its Python's first
 release is resolved as of that release (``python_floor``). The tree the environment is built from
 is the row's (``source``); whether two rows share an environment is decided by the content of
 their resolutions (``coderl.swe.environment``), never by their table.
@@ -54,17 +56,23 @@ def table_entry(repo: str, version: str) -> dict[str, Any] | None:
 
 
 def table_spec(repo: str, version: str, *, source: str, resolved_at: str,
-               has_file: Callable[[str], bool] = lambda path: False) -> EnvSpec | None:
+               has_file: Callable[[str], bool] = lambda path: False, fallback_at: str = "") -> EnvSpec | None:
     """The environment of one row of ``repo`` at ``version``: built from ``source`` (the row's
     ``owner/name@sha``), resolved as of ``resolved_at`` (the row's date; an overlay rule may set
     a later one, with its reason), with the first of SWE-bench's requirement files the row's tree
-    has (``has_file``). None when SWE-bench specifies no such version."""
+    has (``has_file``). ``fallback_at`` (the base commit's date), when later than the date used,
+    becomes the spec's ``resolved_at_fallback``: the resolution is made as of it only when it
+    cannot be made as of the row's date (``coderl.swe.environment.resolution_key``); the overlay's
+    rules are decided by the row's date either way. None when SWE-bench specifies no such version."""
     entry = _with_overlay(repo, version, resolved_at)
     if entry is None:
         return None
     files = [f for f in entry.get("requirement_files_first_of", []) if has_file(f)][:1]
     value = {k: entry[k] for k in _SPEC_KEYS if entry.get(k)}
     value["resolved_at"] = date_used(entry, resolved_at)
+    later = date_used(entry, fallback_at) if fallback_at else ""
+    if later and value["resolved_at"] and later > value["resolved_at"]:
+        value["resolved_at_fallback"] = later
     return EnvSpec.from_value({**value, "requirement_files": files, "source": source})
 
 

@@ -17,7 +17,11 @@ uploaded after ``resolved_at`` but the exact ``==`` pins; ``uv pip freeze`` of t
 as ``coderl-lock.txt`` in the environment. A pin the project's own install requirement excludes
 gives way to it, as in SWE-bench's pip order (pins first, then the project;
 ``coderl.swe.pin_overrides``), each such override recorded in the resolution and in the
-environment (``coderl-pin-overrides.json``). The editable install is made in ``compat`` mode (a
+environment (``coderl-pin-overrides.json``). A spec whose packages cannot be resolved as of its
+date and that names a later one (``resolved_at_fallback``: the row's base commit's) is resolved
+and installed as of that one when it resolves there, the date used and why recorded in the
+resolution and in the environment (``coderl-resolution-date.json``); a spec that resolves as of
+its own date is never moved. The editable install is made in ``compat`` mode (a
 plain path in a ``.pth``, no import hook), and its paths are then pointed at ``/repo``, where
 every episode's work tree is: the environment holds the project's metadata (version, entry
 points) and its dependencies, never its code. The steps and the project's build run on the host,
@@ -58,6 +62,7 @@ from coderl.swe.task import EnvSpec
 
 LOCK = "coderl-lock.txt"  # what uv resolved, `uv pip freeze` of the environment
 PIN_OVERRIDES = "coderl-pin-overrides.json"  # the table's pins the project's own requirements replaced
+RESOLUTION_DATE = "coderl-resolution-date.json"  # the later date it was resolved as of, and why (resolution_date)
 _EXACT_PIN = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^]]*\])?\s*===?\s*[^,;*]+$")
 _NO_LIMIT = "2100-01-01T00:00:00Z"
 # the editable install needs a setuptools with PEP 660 (64, 2022-08): the build tools are resolved as
@@ -138,19 +143,20 @@ def resolution_key(spec: EnvSpec, cache_dir: Path, find_links: Path | None = Non
         _source_tree(spec, cache_dir, src)
         env = _build_environ()
         run_pre_install(spec, src)
-        proc = _compile(spec, src, find_links, env)
-        overrides: list[dict[str, str]] = []
-        unread = ""
-        if proc.returncode != 0 and spec.trusted and spec.install and not no_build_isolation(spec) and \
-                exact_pins(list(spec.requirements)):  # a pin against the project's own requirement?
-            try:
-                declared = _declared_requirements(spec, src, find_links, env)
-            except EnvBuildError as exc:
-                declared, unread = [], f" (the project's own requirements could not be read: {exc})"
-            overrides = pin_overrides.overridden_pins(list(spec.requirements), declared, python=spec.python,
-                                                      install=spec.install)
-            if overrides:
-                proc = _compile(_without_pins(spec, overrides), src, find_links, env)
+        proc, overrides, unread = _resolve(spec, src, find_links, env)
+        moved: dict[str, str] = {}
+        if proc.returncode != 0 and spec.resolved_at and spec.resolved_at_fallback > spec.resolved_at:
+            # the row's date leaves it unresolvable: as of the base commit's date, if that resolves
+            later = dataclasses.replace(spec, resolved_at=spec.resolved_at_fallback)
+            proc_later, overrides_later, _ = _resolve(later, src, find_links, env)
+            if proc_later.returncode == 0:
+                moved = {"resolved_at": later.resolved_at, "row_date": spec.resolved_at,
+                         "why": f"not resolvable as of the row's date {spec.resolved_at}: "
+                                + " / ".join(proc.stderr.strip().splitlines()[-3:])[:600]}
+                proc, overrides = proc_later, overrides_later
+            else:
+                unread += (f" (nor as of the base commit's date {later.resolved_at}: "
+                           f"{' / '.join(proc_later.stderr.strip().splitlines()[-2:])[:400]})")
         if proc.returncode != 0:
             tail = proc.stderr.strip().splitlines()[-3:]
             raise EnvBuildError(f"cannot resolve the Python {spec.python} environment: {' / '.join(tail)}{unread}")
@@ -168,11 +174,34 @@ def resolution_key(spec: EnvSpec, cache_dir: Path, find_links: Path | None = Non
             made_of["pin_overrides"] = overrides
         key = "r" + hashlib.sha256(json.dumps(made_of, sort_keys=True).encode()).hexdigest()[:15]
         tmp = src.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"key": key, "spec": spec.to_dict(), **made_of}, indent=1))
+        # the date used, when not the row's: recorded, never keyed (the key is what it resolved to)
+        tmp.write_text(json.dumps({"key": key, "spec": spec.to_dict(), **made_of,
+                                   **({"resolution_date": moved} if moved else {})}, indent=1))
         tmp.replace(memo)
         return key
     finally:
         shutil.rmtree(src, ignore_errors=True)
+
+
+def _resolve(spec: EnvSpec, src: Path, find_links: Path | None,
+             env: dict[str, str]) -> tuple[subprocess.CompletedProcess[str], list[dict[str, str]], str]:
+    """``_compile`` of the spec as of its date; when that fails and the spec has exact pins, again
+    without the pins the project's own install requirement excludes (``coderl.swe.pin_overrides``):
+    (uv's result, the overrides, why the project's requirements could not be read, if so)."""
+    proc = _compile(spec, src, find_links, env)
+    overrides: list[dict[str, str]] = []
+    unread = ""
+    if proc.returncode != 0 and spec.trusted and spec.install and not no_build_isolation(spec) and \
+            exact_pins(list(spec.requirements)):  # a pin against the project's own requirement?
+        try:
+            declared = _declared_requirements(spec, src, find_links, env)
+        except EnvBuildError as exc:
+            declared, unread = [], f" (the project's own requirements could not be read: {exc})"
+        overrides = pin_overrides.overridden_pins(list(spec.requirements), declared, python=spec.python,
+                                                  install=spec.install)
+        if overrides:
+            proc = _compile(_without_pins(spec, overrides), src, find_links, env)
+    return proc, overrides, unread
 
 
 def _compile(spec: EnvSpec, src: Path, find_links: Path | None, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -226,6 +255,15 @@ def _recorded_overrides(spec: EnvSpec, cache_dir: Path, find_links: Path | None)
     return json.loads(memo.read_text()).get("pin_overrides", []) if memo.is_file() else []
 
 
+def resolution_date(spec: EnvSpec, cache_dir: Path, find_links: Path | None = None) -> dict[str, str]:
+    """The date the spec's resolution was made as of, when it is not the spec's ``resolved_at``:
+    ``{"resolved_at": the base commit's date, "row_date": ..., "why": uv's words as of the row's
+    date}`` (``resolution_key`` moved it to ``resolved_at_fallback``); ``{}`` when it was not moved
+    or the spec has no resolution recorded in ``cache_dir``."""
+    memo = cache_dir.absolute() / "resolutions" / f"{env_key(spec, find_links)}.json"
+    return json.loads(memo.read_text()).get("resolution_date", {}) if memo.is_file() else {}
+
+
 def no_build_isolation(spec: EnvSpec) -> bool:
     """Whether the project is built against the environment's own packages (uv's
     ``UV_NO_BUILD_ISOLATION`` in the spec's ``build_env``: SWE-bench's ``pip install
@@ -276,6 +314,9 @@ def run_pre_install(spec: EnvSpec, src: Path) -> None:
 def _project_env(spec: EnvSpec, dest: Path, cache_dir: Path, find_links: Path | None) -> None:
     """A real project's environment in ``dest`` (see the module docstring)."""
     overrides = _recorded_overrides(spec, cache_dir, find_links)
+    moved = resolution_date(spec, cache_dir, find_links)
+    if moved:  # installed as of the date the resolution was made as of (the base commit's)
+        spec = dataclasses.replace(spec, resolved_at=moved["resolved_at"])
     if overrides:  # installed as the resolution was made: the project's requirement in their place
         spec = _without_pins(spec, overrides)
     _run([find_python(spec.python), "-m", "venv", "--without-pip", str(dest)], f"create a Python {spec.python} virtualenv")
@@ -311,6 +352,8 @@ def _project_env(spec: EnvSpec, dest: Path, cache_dir: Path, find_links: Path | 
         (dest / LOCK).write_text(lock.stdout.replace(str(src), REPO))
         if overrides:
             (dest / PIN_OVERRIDES).write_text(json.dumps(overrides, indent=1))
+        if moved:
+            (dest / RESOLUTION_DATE).write_text(json.dumps(moved, indent=1))
         _point_at_repo(site_packages(dest), src)
     finally:
         shutil.rmtree(src, ignore_errors=True)

@@ -67,7 +67,8 @@ def is_table_spec(repo: str, spec: EnvSpec) -> bool:
     """Whether ``spec`` is what the tables give a row of ``repo`` with its source, date and
     requirement files (`env_tables.table_spec`), for one of the repository's versions."""
     return any(table_spec(repo, version, source=spec.source, resolved_at=spec.resolved_at,
-                          has_file=lambda path: path in spec.requirement_files) == spec
+                          has_file=lambda path: path in spec.requirement_files,
+                          fallback_at=spec.resolved_at_fallback) == spec
                for version in env_tables().get(repo, {}))
 
 
@@ -120,6 +121,8 @@ def check_untrusted_spec(spec: EnvSpec) -> None:
         _plain_name(spec.python, "environment_setup.python", _PYTHON, "X.Y")
     if spec.resolved_at:
         _plain_name(spec.resolved_at, "environment_setup.resolved_at", _DATE, "an ISO date")
+    if spec.resolved_at_fallback:
+        _plain_name(spec.resolved_at_fallback, "environment_setup.resolved_at_fallback", _DATE, "an ISO date")
     if spec.source:
         repo, _, commit = spec.source.partition("@")
         if not _REPO.match(repo) or not _SHA.match(commit):

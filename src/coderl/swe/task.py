@@ -108,6 +108,12 @@ class EnvSpec:
     before the tests. Not part of what the environment is built from (its packages are in
     ``requirements``); a spec without services keeps the key it always had.
 
+    ``resolved_at_fallback`` (a real project's, optional): a later date (the row's base commit's)
+    the resolution is made as of when the packages cannot be resolved as of ``resolved_at`` (a base
+    tree that requires a release newer than the row's date); the date used and why are recorded
+    with the resolution (``coderl.swe.environment.resolution_date``). A spec without it keeps the
+    key it always had.
+
     ``trusted`` says where the spec came from (no part of the spec's equality): True for the
     operator's files and the bundled tables; False for a row that came in a request
     (`coderl.swe.request_rows`, the service's routes), whose build runs no shell step, no project
@@ -123,6 +129,7 @@ class EnvSpec:
     build_env: tuple[tuple[str, str], ...] = ()
     source: str = ""
     services: tuple[TestService, ...] = ()
+    resolved_at_fallback: str = ""
     trusted: bool = field(default=True, compare=False)
 
     @classmethod
@@ -135,7 +142,8 @@ class EnvSpec:
             value = {"requirements": value}
         if not isinstance(value, dict):
             raise InvalidTask(f"environment_setup must be an object, got {type(value).__name__}")
-        unknown = set(value) - set(_ENV_LISTS) - set(_ENV_STRINGS) - {"pythonpath", "build_env", "services"}
+        unknown = set(value) - set(_ENV_LISTS) - set(_ENV_STRINGS) - {"pythonpath", "build_env", "services",
+                                                                         "resolved_at_fallback"}
         if unknown:
             raise InvalidTask(f"environment_setup has unknown keys {sorted(unknown)}")
         lists = {k: value.get(k, []) for k in _ENV_LISTS}
@@ -143,7 +151,7 @@ class EnvSpec:
         if not all(isinstance(v, list) for v in [*lists.values(), paths]) or \
                 not all(isinstance(x, str) for v in [*lists.values(), paths] for x in v):
             raise InvalidTask(f"environment_setup.{', .'.join([*_ENV_LISTS, 'pythonpath'])} must be lists of strings")
-        strings = {k: value.get(k, "") for k in _ENV_STRINGS}
+        strings = {k: value.get(k, "") for k in (*_ENV_STRINGS, "resolved_at_fallback")}
         build_env = value.get("build_env", {})
         if not all(isinstance(v, str) for v in strings.values()) or not isinstance(build_env, dict) or \
                 not all(isinstance(k, str) and isinstance(v, str) for k, v in build_env.items()):
@@ -172,6 +180,8 @@ class EnvSpec:
             out.update({k: getattr(self, k) for k in _ENV_STRINGS}, build_env=dict(self.build_env))
         if self.services:  # only when set: a spec without services keeps its environment key
             out["services"] = [s.to_dict() for s in self.services]
+        if self.python and self.resolved_at_fallback:  # the same
+            out["resolved_at_fallback"] = self.resolved_at_fallback
         return out
 
     @property
