@@ -13,7 +13,7 @@ import asyncio
 import json
 
 from coderl.cache import default_cache_dir
-from coderl.eval.swe import official_labels
+from coderl.eval.swe import SweEvalConfig, load_tasks, official_labels
 from coderl.eval.swe_gate import (
     can_derive,
     changed_lines,
@@ -127,3 +127,12 @@ def test_the_gate_relabels_a_real_row_from_its_test_patch(tmp_path):
                                     "tests/test_cipher.py::test_empty", "tests/test_cipher.py::test_simple_shift"]
     assert kept["gate"]["official"]["FAIL_TO_PASS"] == ["tests/test_cipher.py::test_simple_shift"]
     assert "relabelled" in (tmp_path / "gate" / "gate.md").read_text()
+    # `coderl eval swe` grades the gate's lists by default, SWE-bench's with --labels official
+    def lists(labels: str) -> tuple:
+        cfg = SweEvalConfig(tasks=str(tmp_path / "gate"), out_dir=str(tmp_path / "eval"), cache_dir=default_cache_dir(),
+                            repos=str(tmp_path / "repos"), labels=labels)
+        (loaded,), _ = load_tasks(cfg)
+        return loaded.fail_to_pass, loaded.pass_to_pass
+
+    assert lists("row") == (tuple(kept["FAIL_TO_PASS"]), tuple(kept["PASS_TO_PASS"]))
+    assert lists("official") == (tuple(row["FAIL_TO_PASS"]), tuple(row["PASS_TO_PASS"]))
