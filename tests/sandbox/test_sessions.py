@@ -16,6 +16,7 @@ import pytest
 from coderl.errors import BadRequest, DiffUnavailable, EditRejected, SessionFailure
 from coderl.sandbox.session import GATEWAY_SOCKET, SessionHost, SessionLimits
 from tests.helpers.poll import wait_for_async
+from tests.helpers.require import require
 from tests.helpers.tampered_git import PLANT_HOOK, PWNED, diff_past_tampered_git
 
 LIMITS = SessionLimits(episode_s=120, exec_s=20, memory_mb=512, max_processes=64, output_kb=64, disk_mb=32)
@@ -172,6 +173,30 @@ def test_episode_limits(repo):
             r = await s.exec("for i in $(seq 200); do sleep 5 & done; wait", timeout_s=5)
             assert "fork" in r.stderr or "Resource temporarily unavailable" in r.stderr
             assert (await s.exec("echo still-here")).stdout == "still-here\n"
+    run(body)
+
+
+def test_every_process_of_the_episode_is_in_its_cgroup(repo):
+    """The joining shell moves itself (``0`` into v1's ``tasks``, not its pid into ``cgroup.procs``,
+    which waits out an RCU grace period): bubblewrap, PID 1 and a command's processes are all in
+    the episode's group of every controller, seen from the host."""
+    async def body(host):
+        require(host.cgroups.available, f"no cgroups here: {host.cgroups.support.detail}")
+        async with await host.open(repo, limits=LIMITS) as s:
+            task = asyncio.create_task(s.exec("sleep 4721"))
+            await wait_for_async(lambda: _alive_with("4721"), what="the command's `sleep 4721` running")
+            root = host.cgroups.root
+            wanted = [f":/{d.relative_to(root if s.cgroup.version == 'v2' else root / c)}"
+                      for c, d in s.cgroup.dirs.items()]
+            pids = [s._proc.pid, *_alive_with("4721")]
+            pids += [int(p) for p in Path(f"/proc/{s._proc.pid}/task/{s._proc.pid}/children").read_text().split()]
+            assert len(pids) >= 3  # bubblewrap, its PID 1, the sleep
+            for pid in pids:
+                lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+                assert all(any(line.endswith(w) for line in lines) for w in wanted), (pid, lines, wanted)
+            await s.close()
+            with pytest.raises(SessionFailure):
+                await task
     run(body)
 
 

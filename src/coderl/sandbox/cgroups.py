@@ -31,7 +31,8 @@ class CgroupSupport:
 
 
 class SlotCgroup:
-    """One slot's group(s). ``procs_files`` are where the slot's first process writes its pid."""
+    """One slot's group(s). ``procs_files`` are where the slot's first process writes ``0`` (itself)
+    to join them."""
 
     def __init__(self, version: str, dirs: dict[str, Path]) -> None:
         self.version = version
@@ -40,7 +41,16 @@ class SlotCgroup:
 
     @property
     def procs_files(self) -> list[str]:
-        return [str(d / "cgroup.procs") for d in self.dirs.values()]
+        """v1: each group's ``tasks`` (the one thread written, ``0``: the writer itself, a
+        single-threaded shell before its exec, so its whole process); v2: ``cgroup.procs``. Why not
+        v1's ``cgroup.procs``: a process written there takes the kernel's global threadgroup lock,
+        whose write side waits out an RCU grace period (``rcu_sync_enter``: 3-11 ms of sleep per
+        sandbox start here, most of a cold session open's wait); ``0`` into ``tasks`` moves the
+        writing thread alone and takes no such lock (``cgroup_procs_write_start``). v2 has no
+        per-thread file for a domain group, so it still pays it (``favordynmods`` or
+        ``CLONE_INTO_CGROUP`` would avoid it)."""
+        name = "cgroup.procs" if self.version == "v2" else "tasks"
+        return [str(d / name) for d in self.dirs.values()]
 
     def set_limits(self, memory_bytes: int, pids: int) -> None:
         if self._applied == (memory_bytes, pids):

@@ -1,8 +1,8 @@
 """Starting a sandbox's outer process on the host, and killing it with all it started: what the
 judging slot (``slot.py``) and the session host (``session.py``) share.
 
-The process is spawned inside its cgroup before exec (a tiny shell writes its own pid into the
-cgroup's ``cgroup.procs`` files, then execs the real argv), so every descendant, bubblewrap and
+The process is spawned inside its cgroup before exec (a tiny shell writes ``0``, itself, into the
+group's ``SlotCgroup.procs_files``, then execs the real argv), so every descendant, bubblewrap and
 PID 1 and all they start, is inside from its first instruction. It leads its own session, so one
 ``killpg`` reaches the whole tree outside the pid namespace too.
 """
@@ -16,7 +16,8 @@ from collections.abc import Sequence
 
 from coderl.sandbox.cgroups import SlotCgroup
 
-_JOIN_CGROUP = 'for p in $CODERL_CGROUP_PROCS; do echo $$ > "$p"; done; exec "$@"'
+# ``0``: the writer itself; a failed write fails the shell (``set -e``), never runs argv outside the group
+_JOIN_CGROUP = 'set -e; for p in $CODERL_CGROUP_PROCS; do echo 0 > "$p"; done; exec "$@"'
 _KILL_WAIT_S = 5.0
 STREAM_LIMIT = 1 << 24  # the largest line an asyncio reader buffers (frames are read by size, not lines)
 
