@@ -10,10 +10,10 @@ For each instance, ``--repeat`` times (alternated, medians printed):
   grading and wait for the go-ahead (a GRPO group grades one task several times);
 - the grader's steps done one by one in one fresh session, each timed: the host's lookups
   (snapshot, base tree, environment, pinned configuration, spec), the sandbox open with the
-  launcher started, the gold patch applied, the protected files restored with the test patch
-  applied, the upper layer's byte code check, the launcher's run from its go-ahead with the
-  snapshot's byte code (supervisor, pristine compile of the test files, collection, the tests,
-  records), the records read back (``verdicts.decide``) and the close; the launcher's run again,
+  launcher started, the gold patch applied, the protected files restored and the test patch
+  applied (one sandbox, ``session_diffs.apply_then``), the upper layer's byte code check, the
+  launcher's run from its go-ahead with the snapshot's byte code (supervisor, pristine compile of
+  the test files or its host-side cache, ``swe.pristine_cache``, collection, the tests, records), the records read back (``verdicts.decide``) and the close; the launcher's run again,
   whole (interpreter, imports: not started ahead), and with its byte code compiled afresh (the
   grader before issue 49 item 5);
 - inside that session, after the grading run: the interpreter's floor (``python -c pass``), the
@@ -48,6 +48,7 @@ from pathlib import Path
 
 from coderl.sandbox import session_diffs
 from coderl.sandbox.session import REPO, SessionHost
+from coderl.swe import pristine_cache
 from coderl.swe.environment import site_packages
 from coderl.swe.grader import RepoGrader
 from coderl.swe.grading_run import base_tree, launch, locate_config, test_files, written_byte_code
@@ -95,16 +96,21 @@ async def steps(grader: RepoGrader, task: RepoTask) -> dict[str, float]:
     base = await asyncio.to_thread(base_tree, snapshot)
     snapshot, env = await grader._built(task)
     rootdir, inifile = await asyncio.to_thread(locate_config, env, snapshot, tuple(test_files(task)))
-    command, spec = launch(task, env, rootdir, inifile)
+    cache = pristine_cache.cache_dir(grader.env_cache, env, task)
+
+    def launch_run() -> tuple[str, dict]:  # as the grader does: the protected files' compilation cached
+        command, spec = launch(task, env, rootdir, inifile)
+        return command, {**spec, "pristine_cache": str(cache)} if cache is not None else spec
+
+    command, spec = launch_run()
     out["host lookups"] = lap()
     started = await grader.start_run(snapshot, env, command, spec, 240.0)
     session = started.session
     out["open (the launcher started, preparing)"] = lap()
     try:
-        assert not await grader.host.apply_diff(session, task.gold_patch)
-        out["gold apply"] = lap()
-        assert not await session_diffs.apply(grader.host, session, task.test_patch, restore=[inifile] if inifile else [])
-        out["restore + test patch apply"] = lap()
+        assert await session_diffs.apply_then(grader.host, session, task.gold_patch, [inifile] if inifile else [],
+                                              task.test_patch) == ("", "")
+        out["gold apply, restore, test patch apply"] = lap()
         assert not written_byte_code(session.layer.upper)
         out["byte code check"] = lap()
         started.go.send({"byte_code": "pristine"})
@@ -113,18 +119,18 @@ async def steps(grader: RepoGrader, task: RepoTask) -> dict[str, float]:
         verdict = decide(run, spec["nonce"], task.fail_to_pass, task.pass_to_pass, base)
         out["records read-back"] = lap()
         assert verdict.status.value == "resolved", verdict
-        _, fresh = launch(task, env, rootdir, inifile)
+        _, fresh = launch_run()
         run = await session.exec(command, timeout_s=600, stdin=json.dumps({**fresh, "byte_code": "pristine"}).encode())
         out["(launcher run whole, not started ahead)"] = lap()
         assert decide(run, fresh["nonce"], task.fail_to_pass, task.pass_to_pass, base).status.value == "resolved"
-        _, fresh = launch(task, env, rootdir, inifile)
+        _, fresh = launch_run()
         run = await session.exec(command, timeout_s=600, stdin=json.dumps(fresh).encode())
         out["(launcher run, byte code compiled afresh: before)"] = lap()
         assert decide(run, fresh["nonce"], task.fail_to_pass, task.pass_to_pass, base).status.value == "resolved"
         floor = await session.exec(f"exec {shlex.quote(str(env / 'bin' / 'python'))} -I -S -c pass", timeout_s=60)
         assert floor.exit_code == 0
         out["(python -c pass)"] = lap()
-        _, collect = launch(task, env, rootdir, inifile)
+        _, collect = launch_run()
         collect = {**collect, "args": [*collect["args"], "--collect-only", "-q"], "byte_code": "pristine"}
         await session.exec(command, timeout_s=600, stdin=json.dumps(collect).encode())
         out["(launcher --collect-only)"] = lap()

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from coderl.sandbox import session_diffs
 from coderl.sandbox.image_rootfs import ImageRoot
 from coderl.sandbox.session import SessionHost
 
@@ -63,16 +64,19 @@ def trees(tmp_path_factory) -> tuple[Path, ImageRoot]:
 def _outcomes(repo: Path, image: ImageRoot) -> dict[tuple[str, str], tuple[bool, str]]:
     """(case, kind) -> (applied, m.txt afterwards), each in a fresh session."""
     async def one(host: SessionHost, kind: str, diff: str) -> tuple[bool, str]:
-        session = await (host.open(repo) if kind == "snapshot" else host.open_image(image))
+        session = await (host.open_image(image) if kind == "image" else host.open(repo))
         try:
-            error = await host.apply_diff(session, diff)
+            if kind == "snapshot, then":  # the grader's diff, restore and test patch in one sandbox: the same policy
+                error, _ = await session_diffs.apply_then(host, session, diff, [], "")
+            else:
+                error = await host.apply_diff(session, diff)
             return error == "", ((session.work_tree or session.layer.merged) / FILE).read_text()
         finally:
             await session.close()
 
     async def main() -> dict[tuple[str, str], tuple[bool, str]]:
         async with SessionHost() as host:
-            keys = [(case, kind) for case in CASES for kind in ("snapshot", "image")]
+            keys = [(case, kind) for case in CASES for kind in ("snapshot", "image", "snapshot, then")]
             done = await asyncio.gather(*(one(host, kind, CASES[case][0]) for case, kind in keys))
             return dict(zip(keys, done, strict=True))
 
@@ -82,7 +86,7 @@ def _outcomes(repo: Path, image: ImageRoot) -> dict[tuple[str, str], tuple[bool,
 def test_a_diff_has_the_same_apply_outcome_in_a_snapshot_and_an_image_task(trees):
     got = _outcomes(*trees)
     for case, (_, want) in CASES.items():
-        assert got[(case, "snapshot")] == got[(case, "image")], case
+        assert got[(case, "snapshot")] == got[(case, "image")] == got[(case, "snapshot, then")], case
         assert got[(case, "snapshot")] == (want is not None, want or BASE), case  # a refused diff changes nothing
 
 
@@ -92,4 +96,34 @@ def test_every_grader_applies_through_the_one_policy():
     for name in ("grader.py", "image_grader.py", "harbor_grader.py"):
         source = (SWE / name).read_text()
         own = [line for line in source.splitlines() if "exec(" in line and ("git apply" in line or "patch -" in line)]
-        assert "apply_diff(" in source and not own, (name, own)
+        assert ("apply_diff(" in source or "session_diffs.apply_then(" in source) and not own, (name, own)
+
+
+def test_apply_then_applies_restores_and_applies_again_in_order(trees):
+    """``session_diffs.apply_then`` (the grader's one sandbox for the agent's diff, the protected files'
+    restore and the test patch): the diff first, then the restore (a protected file the diff changed is
+    the base commit's again, one it added is gone), then the second diff; a diff that does not apply
+    leaves the second untried; a second diff that does not apply is told apart from the first."""
+    repo, _ = trees
+    added = "diff --git a/new.txt b/new.txt\nnew file mode 100644\n--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1 @@\n+x\n"
+
+    async def one(host: SessionHost, first: str, then: str) -> tuple[tuple[str, str], str, bool]:
+        session = await host.open(repo)
+        try:
+            result = await session_diffs.apply_then(host, session, first + added, [FILE, "new.txt"], then)
+            tree = session.work_tree or session.layer.merged
+            return result, (tree / FILE).read_text(), (tree / "new.txt").exists()
+        finally:
+            await session.close()
+
+    async def main() -> list:
+        async with SessionHost() as host:
+            return list(await asyncio.gather(
+                one(host, CASES["exact"][0], CASES["exact"][0]),  # restored to BASE, then fixed again
+                one(host, CASES["exact"][0], CASES["stale"][0]),
+                one(host, CASES["stale"][0], CASES["exact"][0])))
+
+    ok, then_refused, refused = asyncio.run(main())
+    assert ok == (("", ""), FIXED, False)
+    assert then_refused[0][0] == "" and then_refused[0][1] and then_refused[1:] == (BASE, False)
+    assert refused[0][0] and refused[0][1] == "" and refused[1] == BASE

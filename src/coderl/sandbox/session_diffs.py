@@ -73,23 +73,54 @@ def _argv_chunks(paths: list[str]) -> list[list[str]]:
     return chunks
 
 
+# the policy as a shell function: ``one PATCH`` applies it (``git apply`` exactly, else the fallback),
+# or writes the tail of git's complaint to descriptor 3 and fails with git's status
+_APPLY_ONE = ("one() { git -c core.hooksPath=/dev/null apply --whitespace=nowarn \"$1\" 2>/tmp/err && return 0; s=$?; "
+              f'{APPLY_FALLBACK} -i "$1" >/dev/null 2>&1 && return 0; tail -c 400 /tmp/err >&3; return $s; }}; ')
+_RESTORE = 'for f do git -c core.hooksPath=/dev/null checkout -q HEAD -- "$f" 2>/dev/null || rm -rf -- "$f"; done; '
+_APPLY_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CEILING_DIRECTORIES": "/"}
+_THEN_FAILED = 4  # apply_then's exit status when its second diff does not apply
+
+
 async def _apply(host: BesideSandboxes, session: DiffSession, diff: str, restore: list[str]) -> str:
-    script = ("exec 3>&2 2>/tmp/err; "
-              'for f do git -c core.hooksPath=/dev/null checkout -q HEAD -- "$f" 2>/dev/null || rm -rf -- "$f"; done; '
+    script = ("exec 3>&2 2>/dev/null; " + _APPLY_ONE + _RESTORE +
               "cat > /tmp/change.patch || exit 1; [ -s /tmp/change.patch ] || [ $# -eq 0 ] || exit 0; "
-              "git -c core.hooksPath=/dev/null apply --whitespace=nowarn /tmp/change.patch && exit 0; s=$?; "
-              f"{APPLY_FALLBACK} -i /tmp/change.patch >/dev/null 2>&1 && exit 0; "
-              "tail -c 400 /tmp/err >&3; exit $s")
-    env = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CEILING_DIRECTORIES": "/"}
-    proc = await host.beside(session, ["/bin/sh", "-c", script, "apply", *restore], setenv=env)
+              "one /tmp/change.patch")
+    code, err = await _run(host, session, script, ["apply", *restore], diff.encode("utf-8", "surrogateescape"))
+    return "" if code == 0 else (err or f"exit {code}")
+
+
+async def apply_then(host: BesideSandboxes, session: DiffSession, diff: str, restore: Sequence[str],
+                     then: str) -> tuple[str, str]:
+    """``apply(diff)``, then ``apply(then, restore=restore)``, in one sandbox instead of two (a
+    grader's agent diff; then its protected files restored and the task's test patch): ('', ''),
+    or why ``diff`` did not apply (``then`` not tried), or why ``then`` did not. The same policy,
+    the paths as arguments; an empty ``then`` only restores."""
+    chunks = _argv_chunks(list(restore))
+    if len(chunks) > 1:  # more paths than one command line holds: as two applies
+        error = await _apply(host, session, diff, [])
+        return (error, "") if error else ("", await apply(host, session, then, restore))
+    first = diff.encode("utf-8", "surrogateescape")
+    script = ("exec 3>&2 2>/dev/null; n=$1; shift; " + _APPLY_ONE +
+              'head -c "$n" > /tmp/change.patch && cat > /tmp/then.patch || exit 1; '
+              "one /tmp/change.patch || exit 3; " + _RESTORE +
+              f"[ -s /tmp/then.patch ] || exit 0; one /tmp/then.patch || exit {_THEN_FAILED}")
+    code, err = await _run(host, session, script, ["apply", str(len(first)), *restore],
+                           first + then.encode("utf-8", "surrogateescape"))
+    why = err or f"exit {code}"
+    return ("", "") if code == 0 else ("", why) if code == _THEN_FAILED else (why, "")
+
+
+async def _run(host: BesideSandboxes, session: DiffSession, script: str, args: list[str], stdin: bytes) -> tuple[int, str]:
+    proc = await host.beside(session, ["/bin/sh", "-c", script, *args], setenv=_APPLY_ENV)
     try:
         async with asyncio.timeout(_CAPTURE_TIMEOUT_S):
-            _, err = await proc.communicate(diff.encode("utf-8", "surrogateescape"))
+            _, err = await proc.communicate(stdin)
     except TimeoutError as exc:
         raise SessionFailure(f"session {session.id}: applying a diff took over {_CAPTURE_TIMEOUT_S:.0f} s") from exc
     finally:
         await kill_process_group(proc)
-    return "" if proc.returncode == 0 else (err.decode("utf-8", "replace").strip() or f"exit {proc.returncode}")
+    return proc.returncode or 0, err.decode("utf-8", "replace").strip()
 
 
 async def capture(host: BesideSandboxes, session: DiffSession, work_tree: str) -> str:

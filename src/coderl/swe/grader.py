@@ -8,10 +8,11 @@ Steps (as the SWE-bench harness, on our sandbox instead of Docker):
 2. the diff read on the host (``patch.without_files``): the sections touching the task's test
    files, the test patch's files or any ``conftest.py`` are dropped (the files stay as the base
    commit has them; the dropped paths are reported as ``tests_touched``, reward-hack telemetry);
-3. a fresh session (nothing of the agent's episode is in it), the rest of the diff applied by
-   ``SessionHost.apply_diff`` (every task kind's one policy: ``git apply``, then SWE-bench's
-   ``patch --fuzz=5``), the dropped files and the pinned configuration file checked out from the
-   base commit, then the task's test patch;
+3. a fresh session (nothing of the agent's episode is in it), the rest of the diff applied
+   (every task kind's one policy, ``session_diffs``: ``git apply``, then SWE-bench's ``patch
+   --fuzz=5``), the dropped files and the pinned configuration file checked out from the base
+   commit, then the task's test patch (all three in one sandbox beside the session,
+   ``session_diffs.apply_then``; byte code the diff wrote removed after);
 4. our launcher runs pytest (``coderl/swe/pytest_inside``: configuration pinned, clean
    ``sys.path`` and environment, start-up hooks off, a supervisor outside the test process), and
    the verdicts come from our reporter plugin's records (``verdicts.decide``), never from the log,
@@ -49,7 +50,7 @@ from pathlib import Path
 from coderl.errors import SandboxError
 from coderl.sandbox import session_diffs
 from coderl.sandbox.session import Session, SessionHost, SessionLimits
-from coderl.swe import build_products, django_run
+from coderl.swe import build_products, django_run, pristine_cache
 from coderl.swe.bytecode import compile_snapshot
 from coderl.swe.django_run import runs_django
 from coderl.swe.environment import EnvBuildError, build_env
@@ -122,6 +123,7 @@ class StartedRun:
     run: asyncio.Task
     spec: dict
     made: float
+    env: Path | None = None
 
     async def stop(self) -> None:
         """The go-ahead closed (a launcher still waiting stops), the sandbox closed, the command's end collected."""
@@ -149,6 +151,7 @@ class RepoGrader:
         self.warm = warm
         self._ahead: OrderedDict[tuple, list[StartedRun]] = OrderedDict()
         self._filling: set[asyncio.Task] = set()
+        self._compiling: set[tuple] = set()  # protected files being compiled into the host's cache
 
     async def aclose(self) -> None:
         """Stop the grading runs started ahead (``warm``), and their refills."""
@@ -197,6 +200,8 @@ class RepoGrader:
                 base = {**base, **build_products.blob_ids(env)}  # a compiled project's modules: the base's
                 rootdir, inifile = await asyncio.to_thread(locate_config, env, snapshot, tuple(test_files(task)))
                 command, spec = launch(task, env, rootdir, inifile)
+                cache = pristine_cache.cache_dir(self.env_cache, env, task)  # the protected files' compilation
+                spec = {**spec, "pristine_cache": str(cache)} if cache is not None else spec
                 restore, decide_run = sorted({*touched, *([inifile] if inifile else [])}), decide
         except (RepoUnavailable, EnvBuildError, InvalidTask) as exc:
             return outcome(GradeStatus.SANDBOX_ERROR, str(exc), tests_touched=touched)
@@ -222,13 +227,15 @@ class RepoGrader:
         gets that wait on top of the run's."""
         go = GoSignal(self.env_cache / _GO_DIR)
         try:
-            session = await self.host.open(snapshot, env_dir=env, limits=self.limits, ro_binds=[str(INSIDE_DIR), str(go.dir)])
+            cache = [spec["pristine_cache"]] if spec.get("pristine_cache") else []  # this task's alone
+            session = await self.host.open(snapshot, env_dir=env, limits=self.limits,
+                                           ro_binds=[str(INSIDE_DIR), str(go.dir), *cache])
         except BaseException:
             go.close()
             raise
         run = asyncio.create_task(session.exec(command, timeout_s=self.limits.exec_s + within_s, stdin=json.dumps(
             {**spec, "go": str(go.path), "go_within_s": within_s}).encode()))
-        return StartedRun(session, go, run, spec, time.monotonic())
+        return StartedRun(session, go, run, spec, time.monotonic(), env)
 
     def ahead(self) -> int:
         """How many grading runs wait, started ahead (``warm``), over all tasks."""
@@ -278,6 +285,27 @@ class RepoGrader:
             runs.remove(started)
             self._background(started.stop())
 
+    def _compile_pristine(self, started: StartedRun) -> None:
+        """The protected files as this grading's sandbox holds them now (restored, the test patch
+        applied, nothing of the repository run yet) compiled into the host's cache in the background
+        when it lacks them (``pristine_cache``): the next gradings of the task load them."""
+        cache, layer = started.spec.get("pristine_cache"), started.session.layer
+        if not cache or started.env is None or layer is None:
+            return
+        tree = started.session.work_tree or layer.merged
+        todo = pristine_cache.missing(Path(cache), tree, started.spec["protected"], started.spec["wanted"])
+        key = (cache, tuple(sorted((rel, hash(data)) for rel, data in todo.items())))
+        if not todo or key in self._compiling:
+            return
+        self._compiling.add(key)
+
+        async def fill() -> None:
+            try:
+                await asyncio.to_thread(pristine_cache.fill, started.env, Path(cache), todo, started.spec["wanted"])
+            finally:
+                self._compiling.discard(key)
+        self._background(fill())
+
     def _background(self, work: Awaitable[None]) -> None:
         task = asyncio.ensure_future(work)
         self._filling.add(task)
@@ -286,18 +314,22 @@ class RepoGrader:
     async def _run(self, task: RepoTask, started: StartedRun, kept: str, touched: list[str], restore: list[str],
                    judge: tuple[dict[str, str], Callable[..., RunVerdicts]], outcome: Outcome) -> GradeResult:
         session, (base, decide_run) = started.session, judge
+        test_patch, error = task.test_patch if task.test_patch.strip() else "", ""
+        # whatever route the diff took to them, the restored files are the base commit's again; then the test
+        # patch: one sandbox after the diff's own (``apply_then``), or none when the diff is empty
         if kept.strip():
-            error = await self.host.apply_diff(session, kept)
-            if error:
-                return outcome(GradeStatus.APPLY_FAILED, f"the diff does not apply: {error[-500:]}", tests_touched=touched)
-            restore = sorted({*restore, *written_byte_code(session.layer.upper)})  # byte code is the snapshot's only
-        # whatever route the diff took to them, the restored files are the base commit's again; then the test patch
-        if restore or task.test_patch.strip():
-            error = await session_diffs.apply(self.host, session, task.test_patch if task.test_patch.strip() else "",
-                                              restore=restore)
-            if error:
-                return outcome(GradeStatus.SANDBOX_ERROR, f"the task's test patch does not apply: {error[-500:]}",
-                               tests_touched=touched)
+            refused, error = await session_diffs.apply_then(self.host, session, kept, restore, test_patch)
+            if refused:
+                return outcome(GradeStatus.APPLY_FAILED, f"the diff does not apply: {refused[-500:]}", tests_touched=touched)
+            written = written_byte_code(session.layer.upper)  # what the diff wrote: byte code is the snapshot's only
+            if written and not error:  # removed as the restored files are (a test patch writes no byte code)
+                error = await session_diffs.apply(self.host, session, "", restore=written)
+        elif restore or test_patch:
+            error = await session_diffs.apply(self.host, session, test_patch, restore=restore)
+        if error:
+            return outcome(GradeStatus.SANDBOX_ERROR, f"the task's test patch does not apply: {error[-500:]}",
+                           tests_touched=touched)
+        self._compile_pristine(started)
         started.go.send({} if written_byte_code(session.layer.upper) else {"byte_code": "pristine"})
         result = await started.run
         no_service = service_failed(task, result)

@@ -70,6 +70,9 @@ def main() -> None:
     if sys.argv[1:2] == ["locate"]:
         locate(sys.argv[2], sys.argv[3], sys.argv[4:])
         return
+    if sys.argv[1:2] == ["pristine"]:
+        fill_pristine(sys.argv[2], sys.argv[3])
+        return
     spec = json.loads(sys.stdin.buffer.read())
     global REPO
     REPO = spec.get("repo", REPO)  # an image's work tree (SWE-bench's /testbed) instead of a session's /repo
@@ -101,6 +104,9 @@ def main() -> None:
     os.close(rec_w)
     spec.clear()  # the nonce: the supervisor needs none of it
     supervise(pid, rec_r, protected)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)  # no finalization of an interpreter holding pytest and the runner's modules (10-30 ms a run)
 
 
 def wait_for_go(path: str, within_s: float) -> dict | None:
@@ -139,6 +145,9 @@ def wait_for_go(path: str, within_s: float) -> dict | None:
 def supervise(pid: int, rec_r: int, protected: dict) -> None:
     _non_dumpable()
     write_all(1, b"E " + json.dumps({"protected": protected}).encode() + b"\n")
+    import select
+
+    exited = _exit_wakeup()
     pending = b""
     open_fds = [rec_r]
     status = None
@@ -153,8 +162,15 @@ def supervise(pid: int, rec_r: int, protected: dict) -> None:
             break  # something the child started still holds a pipe: what it writes now is not the run's
         # polled, not woken by each record: a wake-up per record took the CPU from the test process
         # (1-3 ms a record at load 18); the pipe (64 KiB, the default: a bigger one counts against the
-        # sandbox user's pipe allowance, shared by every sandbox) holds what comes meanwhile
-        time.sleep(RELAY_POLL_S)
+        # sandbox user's pipe allowance, shared by every sandbox) holds what comes meanwhile. Woken at
+        # once when the child exits (``exited``), and from then on by the pipe itself (its end, or
+        # what the child's own children still write before ``drain_until``)
+        if status is None:
+            select.select([exited], [], [], RELAY_POLL_S)
+        else:
+            select.select(open_fds, [], [], max(0.0, drain_until - time.monotonic()))
+        with contextlib.suppress(BlockingIOError):
+            os.read(exited, 64)
         for fd in list(open_fds):
             while True:
                 try:
@@ -174,6 +190,20 @@ def supervise(pid: int, rec_r: int, protected: dict) -> None:
     code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
     sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
     write_all(1, b"X " + json.dumps({"exit_code": code, "signal": sig}).encode() + b"\n")
+
+
+def _exit_wakeup() -> int:
+    """A descriptor that becomes readable when a child exits (``SIGCHLD`` through the signal
+    wake-up descriptor), so the supervisor's poll ends with the child instead of up to
+    ``RELAY_POLL_S`` after it."""
+    import signal
+
+    r, w = os.pipe()
+    os.set_blocking(r, False)
+    os.set_blocking(w, False)
+    signal.set_wakeup_fd(w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    return r
 
 
 def _non_dumpable() -> None:
@@ -200,16 +230,18 @@ class Runner:
     """What ``prepare`` made ready: the work-tree entries of sys.path, the grader's modules and code."""
 
     def __init__(self, repo_paths: list[str], modules: dict, own: list, plugins: list[str], trusted: tuple,
-                 runner_files: dict) -> None:
+                 runner_files: dict, baseline: object = None) -> None:
         self.repo_paths, self.modules, self.own = repo_paths, modules, own
         self.plugins, self.trusted, self.runner_files = plugins, trusted, runner_files
+        self.baseline = baseline
 
 
 def prepare(spec: dict) -> Runner:
     """Everything of the run that reads no file of the work tree, done before the fork (and, with a
     ``go`` in the spec, while the host is still applying the diff): the clean environment,
     ``sys.path`` without the work tree, pytest and pluggy (checked to come from the environment),
-    the reporter and its code objects, the environment's plugin names, pytest's own plugin modules.
+    the reporter and its code objects, the environment's plugin names, pytest's own plugin modules,
+    the reporter's baseline of them (``reporter.Baseline``: their code objects and functions).
     Raises ``Unprepared``."""
     try:
         os.environ.clear()
@@ -233,7 +265,8 @@ def prepare(spec: dict) -> Runner:
         foreign = {name: f for name, f in runner_files.items() if not reporter.under(f, reporter.real_prefixes(trusted[:3]))}
         if foreign:
             raise Unprepared(EXIT_NO_RUNNER, f"the test runner does not come from the environment: {foreign}")
-        return Runner(repo_paths, modules, own, plugins, trusted, runner_files)
+        baseline = reporter.Baseline(modules["rewrites"], _watched_modules())
+        return Runner(repo_paths, modules, own, plugins, trusted, runner_files, baseline)
     except Unprepared:
         raise
     except BaseException as exc:  # noqa: BLE001 - ours, before anything of the repository ran
@@ -260,10 +293,11 @@ def run_child(spec: dict, rec_w: int, runner: Runner) -> None:
         byte_code(spec)
         sys.path.extend(repo_paths)
         os.chdir(REPO)
-        pristine = _pristine(rewrites, spec["protected"], spec["wanted"])
+        pristine = _pristine(rewrites, spec["protected"], spec["wanted"], spec.get("pristine_cache"))
         plugin = reporter.Reporter(send, wanted=frozenset(spec["wanted"]), repo=REPO, trusted=runner.trusted,
                                    blob=blob_sha, watched=_watched_modules(), runner_names=RUNNER_NAMES,
-                                   rewrites=rewrites, pristine=pristine, tests=frozenset(spec["protected"]))
+                                   rewrites=rewrites, pristine=pristine, tests=frozenset(spec["protected"]),
+                                   baseline=runner.baseline)
         fixed = {name: getattr(plugin, name) for name in reporter.FIXED_ATTRIBUTES}
         sys.addaudithook(plugin.watch)  # for the rest of the process: no code can remove it
         plugins = runner.plugins
@@ -440,23 +474,65 @@ def _own_code(rewrites) -> list:  # type: ignore[no-untyped-def]
     return [code for module in mine for code in rewrites.module_codes(module)]
 
 
-def _pristine(rewrites, protected: list[str], wanted: list[str]):  # type: ignore[no-untyped-def]
+def _pristine(rewrites, protected: list[str], wanted: list[str], cache: str | None = None):  # type: ignore[no-untyped-def]
     """The protected Python files compiled as pytest's assertion rewriting compiles a test module,
     now, before any code of the repository runs (``rewrites.Pristine``), each with the top-level
-    names its wanted tests live in (``file::Class::test[params]`` -> ``Class``)."""
+    names its wanted tests live in (``file::Class::test[params]`` -> ``Class``); from the host's
+    cache of the same compilation of the same bytes where it holds them (``cache``)."""
     import ast
 
     from _pytest.assertion.rewrite import rewrite_asserts
 
+    names = wanted_names(wanted)
+    pristine = rewrites.Pristine(rewrite_asserts, ast.parse, compile, cache)
+    for rel in protected:
+        if rel.endswith(".py"):
+            pristine.add(os.path.join(REPO, rel), names.get(rel, frozenset()))
+    return pristine
+
+
+def wanted_names(wanted: list[str]) -> dict[str, frozenset[str]]:
+    """file -> the top-level names its wanted tests live in (``file::Class::test[params]`` -> ``Class``)."""
     names: dict[str, set[str]] = {}
     for test in wanted:
         path, _, rest = test.partition("::")
         names.setdefault(path, set()).add(rest.split("::", 1)[0].split("[", 1)[0])
+    return {path: frozenset(found) for path, found in names.items()}
+
+
+def fill_pristine(site_packages: str, cache: str) -> None:
+    """On the host (``grading_run.fill_pristine``): the variants ``Pristine`` caches (``CACHED``) of
+    the files given on stdin (JSON: ``repo``, ``wanted``, ``files``: path -> bytes in base64, as the
+    grading sandbox holds them once the protected files are restored and the test patch applied),
+    compiled by ``Pristine`` itself with this environment's interpreter and pytest, each written to
+    ``cache`` under its ``cache_key`` (whole, by a rename). Reads no file of any work tree."""
+    import ast
+    import base64
+    import marshal
+    import site
+
+    site.addsitedir(site_packages)
+    from _pytest.assertion.rewrite import rewrite_asserts
+
+    request = json.loads(sys.stdin.buffer.read())
+    rewrites = _load("rewrites")
+    names = wanted_names(request["wanted"])
     pristine = rewrites.Pristine(rewrite_asserts, ast.parse, compile)
-    for rel in protected:
-        if rel.endswith(".py"):
-            pristine.add(os.path.join(REPO, rel), frozenset(names.get(rel, ())))
-    return pristine
+    for rel, data in request["files"].items():
+        path = os.path.join(request["repo"], rel)
+        pristine.add(path, names.get(rel, frozenset()), now=False, source=base64.b64decode(data))
+        for variant, partial in rewrites.Pristine.CACHED:
+            key = pristine.key(path, variant, partial)
+            if key is None or (partial and not names.get(rel)) or os.path.exists(os.path.join(cache, key)):
+                continue
+            module = pristine.compile(path, variant, partial, None)
+            if module is None:
+                continue
+            fd, tmp = tempfile.mkstemp(dir=cache, prefix=".tmp-")
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(marshal.dumps(module))
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, os.path.join(cache, key))
 
 
 def _load(module: str):  # type: ignore[no-untyped-def]

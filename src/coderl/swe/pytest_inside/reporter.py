@@ -73,9 +73,27 @@ def resolved(path: str, dirs: dict[str, str]) -> str:
     return os.path.realpath(full) if os.path.islink(full) else full
 
 
+class Baseline:
+    """What the reporter compares the run with from pytest's, pluggy's and the grader's modules
+    (``watched``), taken before any code of the repository runs: their code objects and the frozen
+    standard library's, by identity (``rewrites.Walk``), and their functions and classes
+    (``_functions``). The launcher takes it before its go-ahead, off the grading's path; the
+    reporter completes the walk with the modules imported since, and takes the functions again
+    if the watched modules are not those it was given."""
+
+    def __init__(self, rewrites, watched: dict) -> None:  # type: ignore[no-untyped-def]
+        self.watched = dict(watched)
+        self.walk = rewrites.Walk().add(list(watched.values()))
+        self.functions = _functions(watched)
+
+    def functions_of(self, watched: dict) -> list[tuple]:
+        same = watched.keys() == self.watched.keys() and all(self.watched[n] is m for n, m in watched.items())
+        return self.functions if same else _functions(watched)
+
+
 class Reporter:
     def __init__(self, send, *, wanted: frozenset, repo: str, trusted: tuple, blob, watched: dict,  # type: ignore[no-untyped-def]
-                 runner_names: frozenset, rewrites, pristine, tests: frozenset) -> None:
+                 runner_names: frozenset, rewrites, pristine, tests: frozenset, baseline: Baseline | None = None) -> None:
         self._send, self._wanted, self._repo, self._blob = send, wanted, repo, blob
         self._trusted, self._in_repo = real_prefixes(trusted), real_prefixes((repo,))
         self._watched, self._runner_names = watched, runner_names
@@ -88,9 +106,12 @@ class Reporter:
         self._closes: dict[str, list] = {}
         # where code comes from, by identity (``rewrites.Provenance``): every decision below is made on
         # code objects; the runner's and the grader's are walked now, before any code of the repository runs
-        self._prov = rewrites.Provenance(pristine, self._is_trusted, self._is_test, self._is_repo, list(watched.values()))
+        # (``baseline``: the launcher's, taken before its go-ahead, completed here)
+        self._prov = rewrites.Provenance(pristine, self._is_trusted, self._is_test, self._is_repo, list(watched.values()),
+                                         None if baseline is None else baseline.walk)
         self.watch = rewrites.Watch(send, self._is_trusted, self._is_test, self._rel, self._prov)
-        self._functions = _functions(watched)  # before any code of the repository has run
+        # before any code of the repository has run
+        self._functions = _functions(watched) if baseline is None else baseline.functions_of(watched)
         self._plugins: dict[int, object] = {}  # every plugin pytest registered, by identity
         self._set_by_plugins: dict[int, list] = {}  # entry of _functions -> what the environment's plugins set
         self._called: dict[str, list] = {}  # each wanted test's function and what it wraps, at the end of collection

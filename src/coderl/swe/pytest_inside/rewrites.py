@@ -49,15 +49,27 @@ class Pristine:
     classes and functions, the module's docstring and ``__future__`` imports, which decide how
     the rest compiles): assertion rewriting costs some 80 ms per 1,000 lines, and a task runs a
     few tests of files thousands of lines long. A code object those do not hold is looked for in
-    the whole file next, then plainly compiled, then with the assertion-pass hook."""
+    the whole file next, then plainly compiled, then with the assertion-pass hook.
+
+    ``cache``: a directory the host wrote and the sandbox binds read-only (``grading_run.
+    fill_pristine``), holding, by ``cache_key`` (the file's path, the variant, the names kept and
+    the file's bytes, as read now), the marshalled code objects of those variants that need no
+    configuration (``CACHED``), made on the host by this class from the same bytes with the
+    environment's own interpreter and pytest: a variant found there is loaded, not compiled; any
+    other bytes are compiled here as before. The functions it reads the cache with are bound now."""
 
     VARIANTS = (("rewritten", True), ("plain", True), ("rewritten", False), ("plain", False), ("pass-hook", False))
     LIBRARY_VARIANTS = (("plain", False), ("rewritten", False))
+    CACHED = (("rewritten", True), ("plain", True), ("rewritten", False), ("plain", False))
 
-    def __init__(self, rewrite_asserts, parse, compile_) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, rewrite_asserts, parse, compile_, cache: str | None = None) -> None:  # type: ignore[no-untyped-def]
+        import hashlib
         import inspect
+        import marshal
 
         self._rewrite, self._parse, self._compile, self._open = rewrite_asserts, parse, compile_, open
+        self._cache, self._sha256, self._loads, self._code_type = cache, hashlib.sha256, marshal.loads, type(_plain.__code__)
+        self._type, self._sorted = type, sorted
         # pytest 5+: rewrite_asserts(tree, source, path, config); 4.x: (tree, path, config), the path
         # a py.path.local (its warning code reads .strpath), as its _rewrite_test passes it
         self._with_source = "source" in inspect.signature(rewrite_asserts).parameters
@@ -70,19 +82,24 @@ class Pristine:
         self._decorated: dict[str, frozenset[int]] = {}
         self._defined: dict[str, frozenset[str]] = {}
         self._keep: dict[str, frozenset[str]] = {}
+        self._names: dict[str, str] = {}  # the names kept, as ``cache_key`` takes them
         self._codes: dict[str, dict[tuple[int, str], list]] = {}
         self._done: dict[str, set] = {}
 
-    def add(self, path: str, names: frozenset[str] = frozenset(), *, now: bool = True) -> None:
-        """Read ``path`` and (``now``) compile it as pytest rewrites a test module, ``names`` (the top-level
-        classes and functions of its wanted tests) first; now, while every function involved is
-        still the runner's own."""
+    def add(self, path: str, names: frozenset[str] = frozenset(), *, now: bool = True, source: bytes | None = None) -> None:
+        """Read ``path`` (or take its bytes, ``source``: the host's ``launcher.fill_pristine``) and
+        (``now``) compile it as pytest rewrites a test module, ``names`` (the top-level classes and
+        functions of its wanted tests) first; now, while every function involved is still the
+        runner's own."""
         try:
-            with self._open(path, "rb") as fh:
-                self._sources[path] = fh.read()
+            if source is None:
+                with self._open(path, "rb") as fh:
+                    source = fh.read()
         except OSError:
-            self._sources[path] = None
+            source = None
+        self._sources[path] = source
         self._keep[path], self._codes[path], self._done[path] = names, {}, set()
+        self._names[path] = "\n".join(self._sorted(names))
         if now:
             self._compiled(path, *self.VARIANTS[0], None)
 
@@ -130,18 +147,10 @@ class Pristine:
 
     def _compiled(self, path: str, variant: str, partial: bool, config) -> None:  # type: ignore[no-untyped-def]
         self._done[path].add((variant, partial))
-        source = self._sources[path]
-        if source is None:
-            return
-        try:
-            tree = self._parse(source, filename=path)
-            if partial:
-                tree.body = [node for i, node in enumerate(tree.body) if _kept(node, i, self._keep[path])]
-            if variant != "plain":
-                args = (tree, source, path, config) if self._with_source else (tree, self._as_path(path), config)
-                self._rewrite(*args)
-            module = self._compile(tree, path, "exec", dont_inherit=True)
-        except (SyntaxError, ValueError, TypeError):
+        module = self._cached(path, variant, partial, config)
+        if module is None:
+            module = self.compile(path, variant, partial, config)
+        if module is None:
             return
         index = self._codes[path]
         todo = [module]
@@ -149,6 +158,54 @@ class Pristine:
             code = todo.pop()
             index.setdefault((code.co_firstlineno, code.co_name), []).append(code)
             todo.extend(c for c in code.co_consts if isinstance(c, type(module)))
+
+
+    def compile(self, path: str, variant: str, partial: bool, config):  # type: ignore[no-untyped-def]
+        """The module code object of ``path``'s bytes (as first read) in one variant, or None."""
+        source = self._sources[path]
+        if source is None:
+            return None
+        try:
+            tree = self._parse(source, filename=path)
+            if partial:
+                tree.body = [node for i, node in enumerate(tree.body) if _kept(node, i, self._keep[path])]
+            if variant != "plain":
+                args = (tree, source, path, config) if self._with_source else (tree, self._as_path(path), config)
+                self._rewrite(*args)
+            return self._compile(tree, path, "exec", dont_inherit=True)
+        except (SyntaxError, ValueError, TypeError):
+            return None
+
+    def key(self, path: str, variant: str, partial: bool) -> str | None:
+        """``cache_key`` of ``path``'s bytes as first read, or None (unreadable)."""
+        source = self._sources[path]
+        return None if source is None else cache_key(self._sha256, path, variant, partial, self._names[path], source)
+
+    def _cached(self, path: str, variant: str, partial: bool, config):  # type: ignore[no-untyped-def]
+        """The variant's module code object from the host's cache, or None (no cache, not there, a
+        variant that depends on the configuration)."""
+        if self._cache is None or (variant, partial) not in self.CACHED or _pass_hook(config):
+            return None
+        key = self.key(path, variant, partial)
+        if key is None:
+            return None
+        try:
+            with self._open(self._cache + "/" + key, "rb") as fh:
+                module = self._loads(fh.read())
+        except (OSError, ValueError, EOFError, TypeError):
+            return None
+        return module if self._type(module) is self._code_type else None
+
+
+def cache_key(sha256, path: str, variant: str, partial: bool, names: str, source: bytes) -> str:  # type: ignore[no-untyped-def]
+    """Where ``Pristine``'s cache holds one variant of a file's code: the hash of the file's path (the
+    code objects' ``co_filename``), the variant, the names a partial compilation keeps (sorted, one a
+    line), and its bytes."""
+    h = sha256(b"coderl pristine 1\0")
+    for part in (path, variant, "partial" if partial else "whole", names if partial else ""):
+        h.update(part.encode("utf-8", "surrogateescape") + b"\0")
+    h.update(source)
+    return h.hexdigest()
 
 
 def _decorated_functions(parse, source: bytes | None) -> list:  # type: ignore[no-untyped-def]
@@ -313,7 +370,9 @@ class Provenance:
     frozen standard library's own code objects, walked before any code of the repository runs,
     are known by identity), else None: code compiled under a borrowed name, or from no file."""
 
-    def __init__(self, pristine, is_trusted, is_test, is_repo, modules) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, pristine, is_trusted, is_test, is_repo, modules, walk=None) -> None:  # type: ignore[no-untyped-def]
+        """``walk``: a ``Walk`` begun earlier (the launcher's, before its go-ahead), completed here
+        with ``modules`` and the frozen modules imported since."""
         import gc
         import types
 
@@ -323,11 +382,7 @@ class Provenance:
         import dis
 
         self._instructions = dis.get_instructions
-        self._known: dict[int, object] = {}
-        frozen = [m for m in list(sys.modules.values()) if getattr(getattr(m, "__spec__", None), "origin", None) == "frozen"]
-        for module in [*modules, *frozen]:
-            for code in module_codes(module):
-                self._known[id(code)] = code
+        self._known = (walk if walk is not None else Walk()).add(modules).known
         self._seen: dict[int, tuple[object, str | None]] = {}
         self.config = None  # pytest's, once it is configured: whether asserts get the pass hook
 
@@ -441,6 +496,29 @@ class Provenance:
                 if isinstance(value, (self._function, self._method)) and not self.honest(value, depth + 1):
                     return False
         return True
+
+
+class Walk:
+    """Code objects known by identity (``Provenance``): every code object of the modules given to
+    ``add`` and of the frozen standard library's modules imported by then, each module walked once.
+    The launcher begins it before its go-ahead, while the host still applies the diff (nothing of
+    the repository has run, and nothing but the grader's code runs before the reporter completes
+    it with the modules imported since), so the walk of pytest's, pluggy's and the grader's code
+    is off the grading's path; what it knows is what one walk made when the reporter starts knows."""
+
+    def __init__(self) -> None:
+        self.known: dict[int, object] = {}
+        self._walked: dict[int, object] = {}
+
+    def add(self, modules) -> Walk:  # type: ignore[no-untyped-def]
+        frozen = [m for m in list(sys.modules.values()) if getattr(getattr(m, "__spec__", None), "origin", None) == "frozen"]
+        for module in [*modules, *frozen]:
+            if self._walked.get(id(module)) is module:
+                continue
+            self._walked[id(module)] = module
+            for code in module_codes(module):
+                self.known[id(code)] = code
+        return self
 
 
 MAX_DEPTH = 3
