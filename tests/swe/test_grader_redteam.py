@@ -897,7 +897,7 @@ def test_a_plugin_from_a_zipped_egg_of_the_base_is_its_archive(tmp_path):
 
 
 def test_the_user_the_tests_run_as_has_a_name(tmp_path):
-    """``getpass.getuser()`` answers in the grading run (``grading_run.RUN_USER``): the sandbox's uid
+    """``getpass.getuser()`` answers in the grading run (``session.USER_ENV``): the sandbox's uid
     has no /etc/passwd entry there, and a suite that asks for the user's name (Django's
     createsuperuser tests, django__django-16400) otherwise got none and looped until the time limit."""
     user_test = "tests/test_user.py::test_user_has_a_name"

@@ -82,6 +82,13 @@ _GRACE_S = 10.0  # on top of a command's timeout before PID 1 counts as hung
 # agent smoke run: two episodes entering EpisodeWorker.of at once each made a worker and a host).
 _EPISODE_IDS = itertools.count()
 _PATH = "/usr/local/bin:/usr/bin:/bin"
+# The user a host-root episode runs as has a name, as in SWE-bench's images (root there): the
+# sandbox's uid (65534) has no /etc/passwd entry in the sandbox, so ``getpass.getuser()`` raised,
+# and a suite that asks for the user's name got none: Django's ``auth_tests.test_management``
+# (createsuperuser's default username, "" then) prompted forever (django__django-16400's gate ran
+# until its time limit; an agent running those tests waited out its command's timeout).
+# ``getpass.getuser`` reads LOGNAME first. Episodes and grading runs both carry it.
+USER_ENV = {"LOGNAME": "nobody", "USER": "nobody"}
 
 
 @dataclass(frozen=True)
@@ -424,7 +431,7 @@ class SessionHost:
         sid = f"{os.getpid()}-{n}"
         layer = overlay.EpisodeLayer(self.base_dir / sid, repo_dir.resolve(), limits.disk_mb)
         path = f"{env_dir}/bin:{_PATH}" if env_dir else _PATH
-        session_env = {"PATH": path, "HOME": "/tmp", "LANG": "C.UTF-8", "TMPDIR": "/tmp", **(env or {})}
+        session_env = {"PATH": path, "HOME": "/tmp", "LANG": "C.UTF-8", "TMPDIR": "/tmp", **USER_ENV, **(env or {})}
         if env_dir:
             session_env["VIRTUAL_ENV"] = str(env_dir)
         session = Session(id=sid, repo_dir=repo_dir, limits=limits, _host=self, layer=layer, cgroup=None,

@@ -11,7 +11,7 @@ A task runs this way when its ``test_cmd`` runs ``tests/runtests.py`` (SWE-bench
 - the arguments: ``--settings`` from the task's command, ``--verbosity 2 --parallel 1`` (one
   process: the records come from it), then the labels, as SWE-bench runs them: the test modules
   of the test patch's files under ``tests/`` (``tests/a/test_b.py`` -> ``a.test_b``);
-- the environment: the same clean one as pytest's (``grading_run.RUN_USER`` too), less the plugin switch.
+- the environment: the same clean one as pytest's (``session.USER_ENV`` too), less the plugin switch.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ import secrets
 import shlex
 from pathlib import Path
 
-from coderl.sandbox.session import REPO
+from coderl.sandbox.session import REPO, USER_ENV
 from coderl.swe.environment import site_packages
-from coderl.swe.grading_run import RUN_USER, compiled_launcher
+from coderl.swe.grading_run import compiled_launcher
 from coderl.swe.patch import split_diff
 from coderl.swe.task import InvalidTask, RepoTask
 
@@ -81,7 +81,7 @@ def launch(task: RepoTask, env: Path) -> tuple[str, dict]:
     """The launcher's command line and its spec (with a fresh nonce) for ``runtests.py``."""
     args = [f"--settings={settings_module(task)}", "--verbosity", "2", "--parallel", "1", *labels(task)]
     environ = {"PATH": f"{env}/bin:/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8",
-               "TMPDIR": "/tmp", "VIRTUAL_ENV": str(env), **RUN_USER}
+               "TMPDIR": "/tmp", "VIRTUAL_ENV": str(env), **USER_ENV}
     protected = sorted({*task.protected_files, RUNTESTS})
     spec = {"runner": "django", "nonce": secrets.token_hex(32), "args": args, "wanted": list(task.tests),
             "protected": protected, "site_packages": str(site_packages(env)), "env": environ, "repo": REPO}

@@ -36,7 +36,7 @@ from pathlib import Path
 from coderl.cache import built_once
 from coderl.errors import SessionFailure
 from coderl.sandbox.result import ExecResult
-from coderl.sandbox.session import REPO, Session
+from coderl.sandbox.session import REPO, USER_ENV, Session
 from coderl.swe import service_tls
 from coderl.swe.environment import EnvBuildError, site_packages
 from coderl.swe.pytest_inside.services import EXIT_SERVICE
@@ -175,12 +175,6 @@ def written_byte_code(upper: Path) -> list[str]:
     return sorted(found)
 
 
-# The user the tests run as has a name, as in SWE-bench's images (root there): the sandbox's uid
-# (65534, the host's "nobody") has no /etc/passwd entry in the sandbox, so ``getpass.getuser()``
-# raised, and a suite that asks for the user's name got none: Django's
-# ``auth_tests.test_management`` (createsuperuser's default username, "" then) prompted forever
-# (django__django-16400's gate ran until its time limit). getuser reads LOGNAME first.
-RUN_USER = {"LOGNAME": "nobody", "USER": "nobody"}
 
 
 def launch(task: RepoTask, env: Path, rootdir: str, inifile: str | None) -> tuple[str, dict]:
@@ -189,7 +183,7 @@ def launch(task: RepoTask, env: Path, rootdir: str, inifile: str | None) -> tupl
     pinned = ["-c", f"{REPO}/{inifile}"] if inifile else ["-c", "/dev/null", "--confcutdir", root]
     args = [*pytest_args(task.test_cmd), "-p", "no:cacheprovider", *pinned, "--rootdir", root, *test_files(task)]
     environ = {"PATH": f"{env}/bin:/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8",
-               "TMPDIR": "/tmp", "VIRTUAL_ENV": str(env), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", **RUN_USER}
+               "TMPDIR": "/tmp", "VIRTUAL_ENV": str(env), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", **USER_ENV}
     services = task.env.services  # their variables (where the suite reads their address) never override the run's
     environ = {**service_env(services, env), **environ}
     spec = {"nonce": secrets.token_hex(32), "args": args, "wanted": list(task.tests),
