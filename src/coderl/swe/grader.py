@@ -143,7 +143,9 @@ class RepoGrader:
         group grades one task several times): a fresh sandbox with the launcher's interpreter,
         pytest and the runner imported, waiting for its go-ahead, handed out once (``StartedRun``),
         for the ``WARM_TASKS`` tasks graded last, each used within ``WARM_IDLE_S`` or stopped. The
-        same work as a grading started cold, done off the grading's path; ``aclose`` stops them."""
+        same work as a grading started cold, done off the grading's path; ``aclose`` stops them. With
+        ``warm``, a grading's sandbox is also closed after its result is returned (the gate held
+        until it is): ``aclose`` waits for those too."""
         self.host, self.store = host, store
         self.env_cache, self.find_links = env_cache, find_links
         self.limits = limits
@@ -206,7 +208,9 @@ class RepoGrader:
         except (RepoUnavailable, EnvBuildError, InvalidTask) as exc:
             return outcome(GradeStatus.SANDBOX_ERROR, str(exc), tests_touched=touched)
         key = (str(snapshot), str(env), command, json.dumps({k: v for k, v in spec.items() if k != "nonce"}, sort_keys=True))
-        async with self._gate:
+        await self._gate.acquire()
+        held = True  # the gate, until the grading's sandbox is closed
+        try:
             started = self._take(key)
             try:
                 started = started or await self.start_run(snapshot, env, command, spec, _APPLIES_S)
@@ -217,9 +221,23 @@ class RepoGrader:
             except SandboxError as exc:
                 return outcome(GradeStatus.SANDBOX_ERROR, str(exc), tests_touched=touched)
             finally:
-                await started.stop()
-                if self.warm:
-                    self._refill(key, (snapshot, env, command, spec))
+                if self.warm:  # closed off the grading's path (``aclose``, which runs started ahead need, waits)
+                    held = False
+                    self._background(self._stop(started, key, (snapshot, env, command, spec)))
+                else:
+                    await started.stop()
+        finally:
+            if held:
+                self._gate.release()
+
+    async def _stop(self, started: StartedRun, key: tuple, how: tuple[Path, Path, str, dict]) -> None:
+        """A grader with runs started ahead: the grading's sandbox closed, the gate released, the task's runs refilled."""
+        try:
+            await started.stop()
+        finally:
+            self._gate.release()
+            if self.warm:
+                self._refill(key, how)
 
     async def start_run(self, snapshot: Path, env: Path, command: str, spec: dict, within_s: float) -> StartedRun:
         """A fresh grading sandbox with its launcher started: it prepares (``launcher.prepare``) and
