@@ -16,7 +16,12 @@ from typing import Any
 from coderl.errors import InvalidTask
 from coderl.swe.patch import split_diff
 
-DEFAULT_TEST_CMD = "python -m pytest -rA -p no:cacheprovider -W ignore::DeprecationWarning"
+# SWE-bench's harness command for pytest repositories (``pytest -rA``): the repository's own warning
+# filters decide. No ``-W``: a command-line filter is applied after the configuration's, so
+# ``-W ignore::DeprecationWarning`` undid a ``filterwarnings = error`` (matplotlib's conftest,
+# flask's, astropy's and pytest's own configuration) and a test that fails unfixed on a warning
+# passed with the empty patch (matplotlib-24970)
+DEFAULT_TEST_CMD = "python -m pytest -rA -p no:cacheprovider"
 
 
 # what a test service's variables may not name: the grading run's own environment (``grading_run.launch``)
