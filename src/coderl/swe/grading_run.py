@@ -29,12 +29,16 @@ import secrets
 import shlex
 import stat
 import subprocess
+import tempfile
+from collections.abc import Sequence
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
 from coderl.cache import built_once
 from coderl.errors import SessionFailure
+from coderl.sandbox.build_box import run_boxed
+from coderl.sandbox.pythonenv import venv_base_prefix
 from coderl.sandbox.result import ExecResult
 from coderl.sandbox.session import REPO, USER_ENV, Session
 from coderl.swe import service_tls
@@ -67,16 +71,28 @@ def test_files(task: RepoTask) -> list[str]:
     return list(dict.fromkeys(t.split("::", 1)[0] for t in task.tests if "::" in t))
 
 
+def run_env_python(env: Path, args: list[str], *, writable: Path, ro: Sequence[str] = (), input: str | None = None,
+                   timeout_s: float) -> subprocess.CompletedProcess[str]:
+    """The environment's interpreter (``-I -S``) on ``args`` in the build sandbox
+    (`coderl.sandbox.build_box`), never on the host itself: the grader's host-side helpers read the
+    environment's ``.pth`` files, whose ``import`` lines run, and a request's environment holds
+    wheels the request named. Bound read-only: the environment, its base interpreter, this
+    package's in-sandbox modules and ``ro``; ``writable`` is the one writable path."""
+    base = venv_base_prefix(str(env))
+    binds = [str(env), *([base] if base else []), str(INSIDE_DIR), *ro]
+    return run_boxed([str(env / "bin" / "python"), "-I", "-S", *args], writable=writable, ro_binds=binds,
+                     input=input, timeout_s=timeout_s)
+
+
 @lru_cache(maxsize=256)
 def locate_config(env: Path, snapshot: Path, files: tuple[str, ...]) -> tuple[str, str | None]:
     """(rootdir, configuration file or None), relative to the repository, that the environment's
     pytest picks for ``files`` on the pristine snapshot (only files are read there)."""
     compiled_launcher(env)  # compiled here, off the event loop, before launch() asks for it
-    argv = [str(env / "bin" / "python"), "-I", "-S", str(LAUNCHER), "locate", str(snapshot),
-            str(site_packages(env)), *files]
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=_LOCATE_TIMEOUT_S,
-                              env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
+        with tempfile.TemporaryDirectory(prefix="coderl-locate-") as tmp:
+            proc = run_env_python(env, [str(LAUNCHER), "locate", str(snapshot), str(site_packages(env)), *files],
+                                  writable=Path(tmp), ro=[str(snapshot)], timeout_s=_LOCATE_TIMEOUT_S)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise EnvBuildError(f"cannot find the task's pytest configuration: {exc}") from exc
     try:

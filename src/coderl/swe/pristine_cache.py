@@ -27,9 +27,10 @@ import stat
 import subprocess
 from pathlib import Path
 
+from coderl.errors import CoderlError
 from coderl.sandbox.session import REPO
 from coderl.swe.environment import site_packages
-from coderl.swe.grading_run import LAUNCHER, compiled_launcher
+from coderl.swe.grading_run import LAUNCHER, compiled_launcher, run_env_python
 from coderl.swe.pytest_inside.launcher import wanted_names
 from coderl.swe.pytest_inside.rewrites import Pristine, cache_key
 from coderl.swe.task import RepoTask
@@ -80,12 +81,10 @@ def fill(env: Path, cache: Path, files: dict[str, bytes], wanted: list[str], rep
         return
     request = {"repo": repo, "wanted": list(wanted),
                "files": {rel: base64.b64encode(data).decode() for rel, data in files.items()}}
-    argv = [str(env / "bin" / "python"), "-I", "-S", str(compiled_launcher(env)), "pristine",
-            str(site_packages(env)), str(cache)]
-    try:
-        subprocess.run(argv, input=json.dumps(request).encode(), capture_output=True, timeout=_FILL_TIMEOUT_S,
-                       env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")}, check=False)
-    except (OSError, subprocess.TimeoutExpired):
+    args = [str(compiled_launcher(env)), "pristine", str(site_packages(env)), str(cache)]
+    try:  # boxed: the environment's interpreter reads its .pth files (grading_run.run_env_python)
+        run_env_python(env, args, writable=cache, input=json.dumps(request), timeout_s=_FILL_TIMEOUT_S)
+    except (CoderlError, OSError, subprocess.TimeoutExpired):
         return
 
 
