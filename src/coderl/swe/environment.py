@@ -50,7 +50,7 @@ import tempfile
 from pathlib import Path
 
 from coderl.cache import ready_once
-from coderl.errors import EnvBuildError
+from coderl.errors import EnvBuildError, UntrustedInput
 from coderl.sandbox.build_box import run_boxed
 from coderl.sandbox.pythonenv import sandbox_python
 from coderl.sandbox.session import REPO
@@ -105,6 +105,7 @@ def build_env(spec: EnvSpec, cache_dir: Path, *, find_links: Path | None = None)
                   *spec.requirements],
                  f"install {' '.join(spec.requirements)}")
         site = site_packages(dest)
+        refuse_running_pth(spec, site)
         (site / "coderl_repo.pth").write_text(
             "".join(os.path.normpath(os.path.join(REPO, p)) + "\n" for p in spec.pythonpath))
         if spec.test_tls:
@@ -341,9 +342,11 @@ def _project_env(spec: EnvSpec, dest: Path, cache_dir: Path, find_links: Path | 
             args += [tool for tool in _BUILD_TOOLS if tool not in named]
             _run(args, f"install the Python {spec.python} environment's packages", cwd=src,
                  env={**env, **dict(spec.build_env)})
+            refuse_running_pth(spec, site_packages(dest))
         if spec.install:
             args += ["-C", "editable_mode=compat", "-e", str(src) + spec.install.removeprefix(".")]
         _run(args, f"install the Python {spec.python} environment", cwd=src, env={**env, **dict(spec.build_env)})
+        refuse_running_pth(spec, site_packages(dest))  # before uv's next call starts the interpreter
         if compiled:  # its editable build wrote its extension modules beside their sources, as SWE-bench's
             # `pip install -e .` does (setuptools' editable_mode, distutils' inplace): kept
             build_products.keep(src, before, dest)
@@ -357,6 +360,21 @@ def _project_env(spec: EnvSpec, dest: Path, cache_dir: Path, find_links: Path | 
         _point_at_repo(site_packages(dest), src)
     finally:
         shutil.rmtree(src, ignore_errors=True)
+
+
+def refuse_running_pth(spec: EnvSpec, site: Path) -> None:
+    """A request's environment (``spec.trusted`` False) may hold no ``.pth`` file with an ``import``
+    line: ``site`` runs such a line at every start of the environment's interpreter, on the host too
+    (uv's next call queries the interpreter, ``uv pip freeze`` among them), and a request names the
+    wheels. Checked after each install, before anything starts that interpreter again; the
+    operator's own specs (tables, task files) are trusted as SWE-bench trusts its images'."""
+    if spec.trusted:
+        return
+    for pth in sorted(site.glob("*.pth")):
+        lines = pth.read_text(errors="replace").splitlines()
+        if any(line.startswith(("import ", "import\t")) for line in lines):
+            raise UntrustedInput(f"a request's environment may not hold a .pth file that runs code at the "
+                                 f"interpreter's start ({pth.name}); build it from the operator's task data instead")
 
 
 def _source_tree(spec: EnvSpec, cache_dir: Path, src: Path) -> None:
