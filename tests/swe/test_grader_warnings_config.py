@@ -55,3 +55,13 @@ def test_a_configuration_that_makes_warnings_errors_fails_the_unfixed_tests(tmp_
     for r in (fixed, c_fixed):
         assert (r.status, r.reward, r.findings) == ("resolved", 1.0, []), (r, r.log_tail[-1500:])
     assert ini_task.test_cmd == DEFAULT_TEST_CMD and "-W" not in DEFAULT_TEST_CMD.split()
+
+
+def test_rows_built_with_the_old_default_command_read_as_the_new_one():
+    """Rows ``coderl data swe-bench`` wrote before carry the old default (``to_row`` writes it out):
+    read as today's default; any other command is the row's own."""
+    row = {"instance_id": "a__b-1", "repo": "a/b", "base_commit": "0" * 40, "FAIL_TO_PASS": ["t.py::t"]}
+    old = "python -m pytest -rA -p no:cacheprovider -W ignore::DeprecationWarning"
+    assert RepoTask.from_row({**row, "test_cmd": old}).test_cmd == DEFAULT_TEST_CMD
+    own = "python -m pytest -rA -W ignore::DeprecationWarning"
+    assert RepoTask.from_row({**row, "test_cmd": own}).test_cmd == own

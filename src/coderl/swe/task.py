@@ -22,6 +22,9 @@ from coderl.swe.patch import split_diff
 # flask's, astropy's and pytest's own configuration) and a test that fails unfixed on a warning
 # passed with the empty patch (matplotlib-24970)
 DEFAULT_TEST_CMD = "python -m pytest -rA -p no:cacheprovider"
+# the default before that change, which every row `coderl data swe-bench` built until then carries
+# (``to_row`` writes the default out): read as the default, so those rows need no rebuild
+_OLD_DEFAULT_TEST_CMD = "python -m pytest -rA -p no:cacheprovider -W ignore::DeprecationWarning"
 
 
 # what a test service's variables may not name: the grading run's own environment (``grading_run.launch``)
@@ -236,7 +239,7 @@ class RepoTask:
             problem_statement=str(row.get("problem_statement") or ""),
             fail_to_pass=_str_list(row, "FAIL_TO_PASS"), pass_to_pass=_str_list(row, "PASS_TO_PASS"),
             test_patch=str(row.get("test_patch") or ""), gold_patch=str(row.get("patch") or ""),
-            test_cmd=str(row.get("test_cmd") or DEFAULT_TEST_CMD), test_files=_str_list(row, "test_files"),
+            test_cmd=_test_cmd(row), test_files=_str_list(row, "test_files"),
             env=EnvSpec.from_value(row.get("environment_setup")),
         )
 
@@ -246,6 +249,11 @@ class RepoTask:
                 "PASS_TO_PASS": list(self.pass_to_pass), "test_patch": self.test_patch, "patch": self.gold_patch,
                 "test_cmd": self.test_cmd, "test_files": list(self.test_files),
                 "environment_setup": self.env.to_dict()}
+
+
+def _test_cmd(row: dict) -> str:
+    cmd = str(row.get("test_cmd") or DEFAULT_TEST_CMD)
+    return DEFAULT_TEST_CMD if cmd == _OLD_DEFAULT_TEST_CMD else cmd
 
 
 def _str_list(row: dict, key: str) -> tuple[str, ...]:
