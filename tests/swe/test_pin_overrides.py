@@ -22,21 +22,19 @@ from tests.swe.test_unit_repo_env import make_wheel
 PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
 _GIT_ENV = {**os.environ, "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
             "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
-# a PEP 517 backend of a few lines, in the tree (no build requirement to fetch): the project
-# requires pin_low<2 (the table pins 2.0) and pin_free>=1 (the table pins 1.0, 2.0 is newer)
-BACKEND = '''import os, zipfile
-META = ("Metadata-Version: 2.1\\nName: tinyproj\\nVersion: 1.0\\nRequires-Dist: pin_low<2\\n"
-        "Requires-Dist: pin_free>=1\\nRequires-Dist: pin_old<1; python_version < '3'\\n")
-INFO = "tinyproj-1.0.dist-info"
+# a PEP 517 backend of a few lines, in the tree (no build requirement to fetch); tiny_backend fills it
+_BACKEND = '''import os, zipfile
+META = "Metadata-Version: 2.1\\nName: {name}\\nVersion: 1.0\\n{requires}"
+INFO = "{name}-1.0.dist-info"
 def prepare_metadata_for_build_wheel(out, config_settings=None):
     os.makedirs(os.path.join(out, INFO))
     open(os.path.join(out, INFO, "METADATA"), "w").write(META)
     return INFO
 prepare_metadata_for_build_editable = prepare_metadata_for_build_wheel
 def build_wheel(out, config_settings=None, metadata_directory=None):
-    files = {"tinyproj.pth": os.getcwd() + "\\n", INFO + "/METADATA": META,
-             INFO + "/WHEEL": "Wheel-Version: 1.0\\nGenerator: t\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n"}
-    name = "tinyproj-1.0-py3-none-any.whl"
+    files = {{"{name}.pth": os.getcwd() + "\\n", INFO + "/METADATA": META,
+             INFO + "/WHEEL": "Wheel-Version: 1.0\\nGenerator: t\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n"}}
+    name = "{name}-1.0-py3-none-any.whl"
     with zipfile.ZipFile(os.path.join(out, name), "w") as zf:
         for path, text in files.items():
             zf.writestr(path, text)
@@ -44,6 +42,15 @@ def build_wheel(out, config_settings=None, metadata_directory=None):
     return name
 build_editable = build_wheel
 '''
+
+
+def tiny_backend(name: str, requires: list[str]) -> str:
+    """The source of a build backend (``tinyback``) for the project ``name`` requiring ``requires``."""
+    return _BACKEND.format(name=name, requires="".join(f"Requires-Dist: {r}\\n" for r in requires))
+
+
+# the project requires pin_low<2 (the table pins 2.0) and pin_free>=1 (the table pins 1.0, 2.0 is newer)
+BACKEND = tiny_backend("tinyproj", ["pin_low<2", "pin_free>=1", "pin_old<1; python_version < '3'"])
 
 
 def _git(*args: str, cwd: Path) -> str:

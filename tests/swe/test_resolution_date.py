@@ -24,31 +24,12 @@ from coderl.swe.env_tables import table_spec
 from coderl.swe.environment import LOCK, RESOLUTION_DATE, build_env, env_key, resolution_date
 from coderl.swe.store import RepoStore
 from coderl.swe.task import EnvSpec
-from tests.swe.test_pin_overrides import PYTHON, _git
+from tests.swe.test_pin_overrides import PYTHON, _git, tiny_backend
 from tests.swe.test_unit_repo_env import make_wheel
 
 # pkgdate 1.0 uploaded in 2020, 2.0 in 2021
 UPLOADED = {"1.0": "2020-01-01T00:00:00Z", "2.0": "2021-03-01T00:00:00Z"}
 ROW_DATE, COMMIT_DATE = "2020-09-22T08:49:25Z", "2021-05-12T00:00:00Z"
-BACKEND = '''import os, zipfile
-META = "Metadata-Version: 2.1\\nName: {name}\\nVersion: 1.0\\nRequires-Dist: {requires}\\n"
-INFO = "{name}-1.0.dist-info"
-def prepare_metadata_for_build_wheel(out, config_settings=None):
-    os.makedirs(os.path.join(out, INFO))
-    open(os.path.join(out, INFO, "METADATA"), "w").write(META)
-    return INFO
-prepare_metadata_for_build_editable = prepare_metadata_for_build_wheel
-def build_wheel(out, config_settings=None, metadata_directory=None):
-    files = {{"{name}.pth": os.getcwd() + "\\n", INFO + "/METADATA": META,
-             INFO + "/WHEEL": "Wheel-Version: 1.0\\nGenerator: t\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n"}}
-    name = "{name}-1.0-py3-none-any.whl"
-    with zipfile.ZipFile(os.path.join(out, name), "w") as zf:
-        for path, text in files.items():
-            zf.writestr(path, text)
-        zf.writestr(INFO + "/RECORD", "".join(p + ",,\\n" for p in [*files, INFO + "/RECORD"]))
-    return name
-build_editable = build_wheel
-'''
 
 
 @pytest.fixture
@@ -95,7 +76,7 @@ def _project(tmp_path: Path, name: str, requires: str) -> tuple[Path, str]:
     """A mirror ``repos/acme__<name>`` whose project requires ``requires``: (cache, source)."""
     mirror = tmp_path / "repos" / f"acme__{name}"
     mirror.mkdir(parents=True)
-    (mirror / "tinyback.py").write_text(BACKEND.format(name=name, requires=requires))
+    (mirror / "tinyback.py").write_text(tiny_backend(name, [requires]))
     (mirror / "pyproject.toml").write_text('[build-system]\nrequires = []\nbuild-backend = "tinyback"\n'
                                            'backend-path = ["."]\n')
     _git("init", "-q", "-b", "main", cwd=mirror)
