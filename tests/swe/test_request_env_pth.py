@@ -1,40 +1,64 @@
-"""A request's environment may hold no ``.pth`` file that runs code (``environment.refuse_running_pth``):
-``site`` runs its ``import`` lines at every start of the environment's interpreter, on the host too
-(uv's and pip's next call on the environment start it), and a request names the wheels. Built for
-real, offline, from a local wheel whose ``.pth`` writes a file: refused for a request's spec before
-anything starts the interpreter again (the file never written), built for the operator's."""
+"""A request's environment may hold no code that ``site`` runs at the interpreter's start
+(``environment.refuse_site_code``): a ``.pth`` ``import`` line or a ``sitecustomize`` module runs at
+every start of the environment's interpreter, on the host too (uv's next call on the environment,
+uv's own byte-code compilation), and a request names the wheels. Built for real, offline, from local
+wheels that write a file when they run: refused for a request's spec before anything starts the
+interpreter with them (the file never written), built for the operator's; setuptools' own
+``distutils-precedence.pth`` passes when setuptools alone installs it."""
 
 from __future__ import annotations
 
+import sys
 import zipfile
 from pathlib import Path
 
 import pytest
 
 from coderl.errors import UntrustedInput
-from coderl.swe.environment import build_env
+from coderl.swe.environment import build_env, refuse_site_code
 from coderl.swe.task import EnvSpec
 
+PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
 
-def _wheel_with_running_pth(folder: Path, marker: Path) -> None:
-    folder.mkdir(parents=True)
-    dist = "coderl_pth_probe-1.0.dist-info"
-    files = {"coderl_pth_probe.pth": f"import os; open({str(marker)!r}, 'w').write('ran')\n",
-             f"{dist}/METADATA": "Metadata-Version: 2.1\nName: coderl_pth_probe\nVersion: 1.0\n",
+
+def _wheel(folder: Path, name: str, files: dict[str, str]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    dist = f"{name}-1.0.dist-info"
+    files = {**files, f"{dist}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n",
              f"{dist}/WHEEL": "Wheel-Version: 1.0\nGenerator: coderl-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
-    with zipfile.ZipFile(folder / "coderl_pth_probe-1.0-py3-none-any.whl", "w") as zf:
+    with zipfile.ZipFile(folder / f"{name}-1.0-py3-none-any.whl", "w") as zf:
         for path, text in files.items():
             zf.writestr(path, text)
         zf.writestr(f"{dist}/RECORD", "".join(f"{p},,\n" for p in [*files, f"{dist}/RECORD"]))
 
 
-def test_a_requests_environment_with_a_running_pth_is_refused(tmp_path):
+@pytest.mark.parametrize("python", ["", PYTHON], ids=["pip", "uv"])
+@pytest.mark.parametrize("what", ["pth", "sitecustomize"])
+def test_a_requests_environment_with_start_up_code_is_refused(tmp_path, python, what):
     marker = tmp_path / "ran-on-the-host"
-    _wheel_with_running_pth(tmp_path / "wheels", marker)
-    spec = EnvSpec(requirements=("coderl_pth_probe==1.0",), trusted=False)
-    with pytest.raises(UntrustedInput, match=r"\.pth file that runs code"):
+    code = f"import os; open({str(marker)!r}, 'w').write('ran')\n"
+    files = {"coderl_probe.pth": code} if what == "pth" else {"sitecustomize.py": code}
+    _wheel(tmp_path / "wheels", "coderl_probe", files)
+    spec = EnvSpec(requirements=("coderl_probe==1.0",), python=python, trusted=False)
+    with pytest.raises(UntrustedInput, match="runs at the interpreter's start"):
         build_env(spec, tmp_path / "cache", find_links=tmp_path / "wheels")
     assert not marker.exists()
-    trusted = build_env(EnvSpec(requirements=("coderl_pth_probe==1.0",)), tmp_path / "cache",
-                        find_links=tmp_path / "wheels")
-    assert (next((trusted / "lib").glob("python3*/site-packages")) / "coderl_pth_probe.pth").exists()
+    if what == "pth" and not python:  # the operator's spec is built as it was
+        trusted = build_env(EnvSpec(requirements=("coderl_probe==1.0",)), tmp_path / "cache",
+                            find_links=tmp_path / "wheels")
+        assert (next((trusted / "lib").glob("python3*/site-packages")) / "coderl_probe.pth").exists()
+
+
+def test_setuptools_own_pth_passes_only_when_setuptools_alone_installs_it(tmp_path):
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "distutils-precedence.pth").write_text("import os; __import__('_distutils_hack').add_shim()\n")
+    (site / "setuptools-70.0.dist-info").mkdir()
+    (site / "setuptools-70.0.dist-info" / "RECORD").write_text(
+        "distutils-precedence.pth,,\n_distutils_hack/__init__.py,,\n")
+    spec = EnvSpec(requirements=("setuptools",), trusted=False)
+    refuse_site_code(spec, site)
+    (site / "other-1.0.dist-info").mkdir()
+    (site / "other-1.0.dist-info" / "RECORD").write_text("_distutils_hack/__init__.py,,\n")
+    with pytest.raises(UntrustedInput, match="distutils-precedence.pth"):
+        refuse_site_code(spec, site)

@@ -105,7 +105,7 @@ def build_env(spec: EnvSpec, cache_dir: Path, *, find_links: Path | None = None)
                   *spec.requirements],
                  f"install {' '.join(spec.requirements)}")
         site = site_packages(dest)
-        refuse_running_pth(spec, site)
+        refuse_site_code(spec, site)
         (site / "coderl_repo.pth").write_text(
             "".join(os.path.normpath(os.path.join(REPO, p)) + "\n" for p in spec.pythonpath))
         if spec.test_tls:
@@ -333,7 +333,8 @@ def _project_env(spec: EnvSpec, dest: Path, cache_dir: Path, find_links: Path | 
         # byte code compiled as pip does (uv does not by default): the environment is read-only in a
         # session, so without it every process there compiles every module it imports, and the
         # compile-time warnings of old packages (invalid escapes) meet a project's `error` filters
-        args = [uv_binary(), "pip", "install", "--python", python, "--no-progress", "--compile-bytecode"]
+        args = [uv_binary(), "pip", "install", "--python", python, "--no-progress",
+                *(["--compile-bytecode"] if spec.trusted else [])]  # a request's: compile_site, after the check
         args += [*_resolution_args(spec, src, find_links), *spec.requirements,
                  *(a for f in spec.requirement_files for a in ("-r", str(src / f)))]
         if spec.install and no_build_isolation(spec):  # its build imports them: installed first, with
@@ -342,11 +343,13 @@ def _project_env(spec: EnvSpec, dest: Path, cache_dir: Path, find_links: Path | 
             args += [tool for tool in _BUILD_TOOLS if tool not in named]
             _run(args, f"install the Python {spec.python} environment's packages", cwd=src,
                  env={**env, **dict(spec.build_env)})
-            refuse_running_pth(spec, site_packages(dest))
+            refuse_site_code(spec, site_packages(dest))
         if spec.install:
             args += ["-C", "editable_mode=compat", "-e", str(src) + spec.install.removeprefix(".")]
         _run(args, f"install the Python {spec.python} environment", cwd=src, env={**env, **dict(spec.build_env)})
-        refuse_running_pth(spec, site_packages(dest))  # before uv's next call starts the interpreter
+        refuse_site_code(spec, site_packages(dest))  # before uv's next call starts the interpreter
+        if not spec.trusted:
+            compile_site(dest)
         if compiled:  # its editable build wrote its extension modules beside their sources, as SWE-bench's
             # `pip install -e .` does (setuptools' editable_mode, distutils' inplace): kept
             build_products.keep(src, before, dest)
@@ -362,19 +365,47 @@ def _project_env(spec: EnvSpec, dest: Path, cache_dir: Path, find_links: Path | 
         shutil.rmtree(src, ignore_errors=True)
 
 
-def refuse_running_pth(spec: EnvSpec, site: Path) -> None:
-    """A request's environment (``spec.trusted`` False) may hold no ``.pth`` file with an ``import``
-    line: ``site`` runs such a line at every start of the environment's interpreter, on the host too
-    (uv's next call queries the interpreter, ``uv pip freeze`` among them), and a request names the
-    wheels. Checked after each install, before anything starts that interpreter again; the
-    operator's own specs (tables, task files) are trusted as SWE-bench trusts its images'."""
+def refuse_site_code(spec: EnvSpec, site: Path) -> None:
+    """A request's environment (``spec.trusted`` False) may hold no code that ``site`` runs at every
+    start of its interpreter, on the host too (uv's next call queries the interpreter, ``uv pip
+    freeze`` among them; uv's byte-code compilation starts it too, so a request's environment is
+    compiled after this check, ``-S``): no ``sitecustomize`` / ``usercustomize`` module and no
+    ``.pth`` file with an ``import`` line, but setuptools' own ``distutils-precedence.pth`` when
+    setuptools alone installs it and its ``_distutils_hack`` (a request names packages, never an
+    index or a URL, so setuptools is the index's). Checked after each install, before anything starts
+    that interpreter again; the operator's own specs (tables, task files) are trusted as SWE-bench
+    trusts its images'."""
     if spec.trusted:
         return
-    for pth in sorted(site.glob("*.pth")):
-        lines = pth.read_text(errors="replace").splitlines()
-        if any(line.startswith(("import ", "import\t")) for line in lines):
-            raise UntrustedInput(f"a request's environment may not hold a .pth file that runs code at the "
-                                 f"interpreter's start ({pth.name}); build it from the operator's task data instead")
+    hooks = sorted(p.name for p in [*site.glob("sitecustomize*"), *site.glob("usercustomize*")])
+    running = [pth.name for pth in sorted(site.glob("*.pth"))
+               if any(line.startswith(("import ", "import\t")) for line in pth.read_text(errors="replace").splitlines())
+               and not (pth.name == _SETUPTOOLS_PTH and _setuptools_alone_owns(site))]
+    if hooks or running:
+        raise UntrustedInput(f"a request's environment may not hold code that runs at the interpreter's start "
+                             f"({', '.join(hooks + running)}); build it from the operator's task data instead")
+
+
+_SETUPTOOLS_PTH = "distutils-precedence.pth"
+
+
+def _setuptools_alone_owns(site: Path) -> bool:
+    """Whether setuptools' RECORD lists ``distutils-precedence.pth`` and no other distribution's
+    lists it or a file of ``_distutils_hack`` (what that ``.pth`` imports)."""
+    owners = set()
+    for record in site.glob("*.dist-info/RECORD"):
+        paths = [line.split(",", 1)[0] for line in record.read_text(errors="replace").splitlines()]
+        if any(p == _SETUPTOOLS_PTH or p.startswith("_distutils_hack/") for p in paths):
+            owners.add(record.parent.name.split("-", 1)[0].lower())
+    return owners == {"setuptools"}
+
+
+def compile_site(dest: Path) -> None:
+    """The environment's byte code, compiled by its interpreter without ``site`` (``-I -S``): what
+    uv's ``--compile-bytecode`` does for the operator's specs, which starts the interpreter with it."""
+    # a file that does not compile (a package's Python 2 leftovers) is skipped, as uv's compilation skips it
+    subprocess.run([str(dest / "bin" / "python"), "-I", "-S", "-m", "compileall", "-q", "-j", "0",
+                    str(site_packages(dest))], capture_output=True, timeout=_BUILD_TIMEOUT_S, check=False)
 
 
 def _source_tree(spec: EnvSpec, cache_dir: Path, src: Path) -> None:
