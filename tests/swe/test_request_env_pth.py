@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from coderl.errors import UntrustedInput
-from coderl.swe.environment import build_env, refuse_site_code
+from coderl.swe.environment import build_env, refuse_site_code, venv_identity
 from coderl.swe.task import EnvSpec
 
 PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
@@ -33,11 +33,14 @@ def _wheel(folder: Path, name: str, files: dict[str, str]) -> None:
 
 
 @pytest.mark.parametrize("python", ["", PYTHON], ids=["pip", "uv"])
-@pytest.mark.parametrize("what", ["pth", "sitecustomize"])
+@pytest.mark.parametrize("what", ["pth", "sitecustomize", "pth-dir", "pyvenv.cfg"])
 def test_a_requests_environment_with_start_up_code_is_refused(tmp_path, python, what):
     marker = tmp_path / "ran-on-the-host"
     code = f"import os; open({str(marker)!r}, 'w').write('ran')\n"
-    files = {"coderl_probe.pth": code} if what == "pth" else {"sitecustomize.py": code}
+    files = {"pth": {"coderl_probe.pth": code}, "sitecustomize": {"sitecustomize.py": code},
+             "pth-dir": {"coderl_probe.pth": "probe_dir\n", "probe_dir/sitecustomize.py": code},
+             # a wheel's data files land in the environment's root: its pyvenv.cfg names the stdlib
+             "pyvenv.cfg": {"coderl_probe-1.0.data/data/pyvenv.cfg": f"home = {tmp_path}/fake/bin\n"}}[what]
     _wheel(tmp_path / "wheels", "coderl_probe", files)
     spec = EnvSpec(requirements=("coderl_probe==1.0",), python=python, trusted=False)
     with pytest.raises(UntrustedInput, match="runs at the interpreter's start"):
@@ -50,15 +53,18 @@ def test_a_requests_environment_with_start_up_code_is_refused(tmp_path, python, 
 
 
 def test_setuptools_own_pth_passes_only_when_setuptools_alone_installs_it(tmp_path):
-    site = tmp_path / "site"
-    site.mkdir()
+    dest = tmp_path / "env"
+    site = dest / "lib" / f"python{PYTHON}" / "site-packages"
+    site.mkdir(parents=True)
+    (dest / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    identity = venv_identity(dest)
     (site / "distutils-precedence.pth").write_text("import os; __import__('_distutils_hack').add_shim()\n")
     (site / "setuptools-70.0.dist-info").mkdir()
     (site / "setuptools-70.0.dist-info" / "RECORD").write_text(
         "distutils-precedence.pth,,\n_distutils_hack/__init__.py,,\n")
     spec = EnvSpec(requirements=("setuptools",), trusted=False)
-    refuse_site_code(spec, site)
+    refuse_site_code(spec, dest, identity)
     (site / "other-1.0.dist-info").mkdir()
     (site / "other-1.0.dist-info" / "RECORD").write_text("_distutils_hack/__init__.py,,\n")
     with pytest.raises(UntrustedInput, match="distutils-precedence.pth"):
-        refuse_site_code(spec, site)
+        refuse_site_code(spec, dest, identity)

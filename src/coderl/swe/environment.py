@@ -72,6 +72,8 @@ _BUILD_TOOLS, _BUILD_TOOLS_AT = ("setuptools", "wheel"), "2023-06-01T00:00:00Z"
 # certificates and proxies; nothing else of the service's environment reaches the project's build
 _PASSED_ON = ("UV_", "SSL_CERT_", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy")
 _BUILD_TIMEOUT_S = 1800
+# uv's words for a resolution with no solution (what the base commit's date may answer)
+_UNSATISFIABLE = re.compile(r"No solution found|requirements are unsatisfiable")
 # a request's spec (``EnvSpec.trusted`` False) installs wheels only: no package's build code runs here
 _WHEELS_ONLY = ["--only-binary", ":all:"]
 
@@ -94,18 +96,19 @@ def build_env(spec: EnvSpec, cache_dir: Path, *, find_links: Path | None = None)
     cache_dir = cache_dir.absolute()  # the sandbox binds the environment at its host path: never a relative one
 
     def build(dest: Path) -> str:
-        if spec.python:
+        if spec.python:  # checked there after each install
             _project_env(spec, dest, cache_dir, find_links)
         else:
             _run([sandbox_python(), "-m", "venv", "--without-pip", str(dest)], "create the virtualenv")
-        if spec.requirements and not spec.python:
-            index = ["--no-index", "--find-links", str(find_links)] if find_links else []
-            _run([sys.executable, "-m", "pip", "--python", str(dest / "bin" / "python"), "install", "-q",
-                  "--disable-pip-version-check", "--no-input", *index, *([] if spec.trusted else _WHEELS_ONLY),
-                  *spec.requirements],
-                 f"install {' '.join(spec.requirements)}")
+            identity = venv_identity(dest)
+            if spec.requirements:
+                index = ["--no-index", "--find-links", str(find_links)] if find_links else []
+                _run([sys.executable, "-m", "pip", "--python", str(dest / "bin" / "python"), "install", "-q",
+                      "--disable-pip-version-check", "--no-input", *index, *([] if spec.trusted else _WHEELS_ONLY),
+                      *spec.requirements],
+                     f"install {' '.join(spec.requirements)}")
+            refuse_site_code(spec, dest, identity)
         site = site_packages(dest)
-        refuse_site_code(spec, site)
         (site / "coderl_repo.pth").write_text(
             "".join(os.path.normpath(os.path.join(REPO, p)) + "\n" for p in spec.pythonpath))
         if spec.test_tls:
@@ -146,8 +149,10 @@ def resolution_key(spec: EnvSpec, cache_dir: Path, find_links: Path | None = Non
         run_pre_install(spec, src)
         proc, overrides, unread = _resolve(spec, src, find_links, env)
         moved: dict[str, str] = {}
-        if proc.returncode != 0 and spec.resolved_at and spec.resolved_at_fallback > spec.resolved_at:
-            # the row's date leaves it unresolvable: as of the base commit's date, if that resolves
+        if (proc.returncode != 0 and spec.resolved_at and spec.resolved_at_fallback > spec.resolved_at
+                and _UNSATISFIABLE.search(proc.stderr)):
+            # the row's date leaves it unresolvable (never an index or network failure, which a
+            # second try could pass and the memo would keep): as of the base commit's date, if that resolves
             later = dataclasses.replace(spec, resolved_at=spec.resolved_at_fallback)
             proc_later, overrides_later, _ = _resolve(later, src, find_links, env)
             if proc_later.returncode == 0:
@@ -321,6 +326,7 @@ def _project_env(spec: EnvSpec, dest: Path, cache_dir: Path, find_links: Path | 
     if overrides:  # installed as the resolution was made: the project's requirement in their place
         spec = _without_pins(spec, overrides)
     _run([find_python(spec.python), "-m", "venv", "--without-pip", str(dest)], f"create a Python {spec.python} virtualenv")
+    identity = venv_identity(dest)
     src = dest.with_name(dest.name + ".src")
     shutil.rmtree(src, ignore_errors=True)
     try:
@@ -343,11 +349,11 @@ def _project_env(spec: EnvSpec, dest: Path, cache_dir: Path, find_links: Path | 
             args += [tool for tool in _BUILD_TOOLS if tool not in named]
             _run(args, f"install the Python {spec.python} environment's packages", cwd=src,
                  env={**env, **dict(spec.build_env)})
-            refuse_site_code(spec, site_packages(dest))
+            refuse_site_code(spec, dest, identity)
         if spec.install:
             args += ["-C", "editable_mode=compat", "-e", str(src) + spec.install.removeprefix(".")]
         _run(args, f"install the Python {spec.python} environment", cwd=src, env={**env, **dict(spec.build_env)})
-        refuse_site_code(spec, site_packages(dest))  # before uv's next call starts the interpreter
+        refuse_site_code(spec, dest, identity)  # before uv's next call starts the interpreter
         if not spec.trusted:
             compile_site(dest)
         if compiled:  # its editable build wrote its extension modules beside their sources, as SWE-bench's
@@ -365,25 +371,50 @@ def _project_env(spec: EnvSpec, dest: Path, cache_dir: Path, find_links: Path | 
         shutil.rmtree(src, ignore_errors=True)
 
 
-def refuse_site_code(spec: EnvSpec, site: Path) -> None:
-    """A request's environment (``spec.trusted`` False) may hold no code that ``site`` runs at every
-    start of its interpreter, on the host too (uv's next call queries the interpreter, ``uv pip
-    freeze`` among them; uv's byte-code compilation starts it too, so a request's environment is
-    compiled after this check, ``-S``): no ``sitecustomize`` / ``usercustomize`` module and no
-    ``.pth`` file with an ``import`` line, but setuptools' own ``distutils-precedence.pth`` when
-    setuptools alone installs it and its ``_distutils_hack`` (a request names packages, never an
-    index or a URL, so setuptools is the index's). Checked after each install, before anything starts
-    that interpreter again; the operator's own specs (tables, task files) are trusted as SWE-bench
-    trusts its images'."""
+def venv_identity(dest: Path) -> bytes:
+    """What decides where the environment's interpreter takes its standard library from: its
+    ``pyvenv.cfg`` (``home``) and the ``bin/python*`` entries (links or files), as made with it."""
+    bin_dir = dest / "bin"
+    entries = sorted(p for p in bin_dir.iterdir() if p.name.startswith("python")) if bin_dir.is_dir() else []
+    parts = [(dest / "pyvenv.cfg").read_bytes() if (dest / "pyvenv.cfg").is_file() else b""]
+    for p in entries:
+        parts.append(p.name.encode() + b"->" + (os.readlink(p).encode() if p.is_symlink()
+                                                 else hashlib.sha256(p.read_bytes()).digest()))
+    return b"\0".join(parts)
+
+
+def refuse_site_code(spec: EnvSpec, dest: Path, identity: bytes) -> None:
+    """A request's environment (``spec.trusted`` False) may hold no code its interpreter runs at
+    start, which would run on the host (uv's next call on the environment queries the interpreter
+    with ``site``, ``uv pip freeze`` among them; uv's byte-code compilation starts it too, so a
+    request's environment is compiled after this check, ``-S``; the grader's helpers start it ``-I
+    -S``): its ``pyvenv.cfg`` and ``bin/python*`` as they were made (``identity``: a wheel's data
+    files can replace ``pyvenv.cfg``, whose ``home`` names the standard library even under ``-S``),
+    no ``sitecustomize`` / ``usercustomize`` in site-packages or a directory a ``.pth`` file adds,
+    and no ``.pth`` file with an ``import`` line, but setuptools' own ``distutils-precedence.pth``
+    when setuptools alone installs it and its ``_distutils_hack`` (a request names packages, never
+    an index or a URL, so setuptools is the index's). Checked after each install, before anything
+    starts that interpreter again; the operator's own specs (tables, task files) are trusted as
+    SWE-bench trusts its images'."""
     if spec.trusted:
         return
-    hooks = sorted(p.name for p in [*site.glob("sitecustomize*"), *site.glob("usercustomize*")])
-    running = [pth.name for pth in sorted(site.glob("*.pth"))
-               if any(line.startswith(("import ", "import\t")) for line in pth.read_text(errors="replace").splitlines())
-               and not (pth.name == _SETUPTOOLS_PTH and _setuptools_alone_owns(site))]
-    if hooks or running:
+    site = site_packages(dest)
+    found = [] if venv_identity(dest) == identity else ["pyvenv.cfg or bin/python replaced"]
+    dirs = [site]
+    for pth in sorted(site.glob("*.pth")):
+        lines = pth.read_text(errors="replace").splitlines()
+        if any(line.startswith(("import ", "import\t")) for line in lines) and not (
+                pth.name == _SETUPTOOLS_PTH and _setuptools_alone_owns(site)):
+            found.append(pth.name)
+        dirs += [site / line.strip() for line in lines
+                 if line.strip() and not line.startswith(("#", "import ", "import\t"))]
+    for folder in dict.fromkeys(dirs):
+        if folder.is_dir():
+            found += [str(p.relative_to(site)) if p.is_relative_to(site) else str(p)
+                      for p in sorted([*folder.glob("sitecustomize*"), *folder.glob("usercustomize*")])]
+    if found:
         raise UntrustedInput(f"a request's environment may not hold code that runs at the interpreter's start "
-                             f"({', '.join(hooks + running)}); build it from the operator's task data instead")
+                             f"({', '.join(found)}); build it from the operator's task data instead")
 
 
 _SETUPTOOLS_PTH = "distutils-precedence.pth"
