@@ -90,7 +90,7 @@ def official_labels(row: dict[str, Any]) -> dict[str, Any]:
     official = gate.get("official") if isinstance(gate, dict) else None
     if not isinstance(official, dict):
         return row
-    return {**row, "FAIL_TO_PASS": official["FAIL_TO_PASS"], "PASS_TO_PASS": official["PASS_TO_PASS"]}
+    return {**row, **{k: official[k] for k in ("FAIL_TO_PASS", "PASS_TO_PASS") if k in official}}
 
 
 def load_tasks(cfg: SweEvalConfig) -> tuple[list[RepoTask], Path | None]:

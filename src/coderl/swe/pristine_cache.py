@@ -48,10 +48,16 @@ def cache_dir(root: Path, env: Path, task: RepoTask) -> Path | None:
     launcher = compiled_launcher(env)
     if launcher == LAUNCHER:
         return None
-    name = hashlib.sha256("\0".join([str(env), launcher.parent.name, task.instance_id, task.test_patch])
-                          .encode("utf-8", "surrogateescape")).hexdigest()[:32]
-    path = root / CACHE / name
-    path.mkdir(parents=True, exist_ok=True)
+    try:  # the compiled launcher's file stands for this build of the environment: one rebuilt at
+        # the same path (a newer pytest, a patched interpreter) compiles it anew, and starts a new cache
+        built = launcher.stat()
+        name = hashlib.sha256("\0".join([str(env), launcher.parent.name, f"{built.st_ino}:{built.st_mtime_ns}",
+                                          task.instance_id, task.test_patch])
+                              .encode("utf-8", "surrogateescape")).hexdigest()[:32]
+        path = root / CACHE / name
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError:  # no cache (a full or read-only disk): the runs compile the files themselves
+        return None
     return path
 
 
