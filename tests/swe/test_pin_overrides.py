@@ -49,22 +49,18 @@ def tiny_backend(name: str, requires: list[str]) -> str:
     return _BACKEND.format(name=name, requires="".join(f"Requires-Dist: {r}\\n" for r in requires))
 
 
-# the project requires pin_low<2 (the table pins 2.0) and pin_free>=1 (the table pins 1.0, 2.0 is newer)
-BACKEND = tiny_backend("tinyproj", ["pin_low<2", "pin_free>=1", "pin_old<1; python_version < '3'"])
 
 
 def _git(*args: str, cwd: Path) -> str:
     return subprocess.run(["git", *args], cwd=cwd, env=_GIT_ENV, check=True, capture_output=True, text=True).stdout
 
 
-def test_a_pin_the_project_excludes_gives_way_and_is_recorded(tmp_path):
-    wheels = tmp_path / "wheels"
-    for name in ("pin_low", "pin_free", "pin_old"):
-        for version in ("1.0", "2.0"):
-            make_wheel(wheels, name, version)
-    mirror = tmp_path / "repos" / "acme__tinyproj"
+def tiny_project(tmp_path: Path, name: str, requires: list[str]) -> tuple[Path, str]:
+    """A mirror ``repos/acme__<name>`` whose project (``tiny_backend``) requires ``requires``,
+    snapshotted into ``tmp_path/cache``: (cache, source)."""
+    mirror = tmp_path / "repos" / f"acme__{name}"
     mirror.mkdir(parents=True)
-    (mirror / "tinyback.py").write_text(BACKEND)
+    (mirror / "tinyback.py").write_text(tiny_backend(name, requires))
     (mirror / "pyproject.toml").write_text('[build-system]\nrequires = []\nbuild-backend = "tinyback"\n'
                                            'backend-path = ["."]\n')
     _git("init", "-q", "-b", "main", cwd=mirror)
@@ -72,8 +68,18 @@ def test_a_pin_the_project_excludes_gives_way_and_is_recorded(tmp_path):
     _git("commit", "-q", "-m", "base", cwd=mirror)
     sha = _git("rev-parse", "HEAD", cwd=mirror).strip()
     cache = tmp_path / "cache"
-    RepoStore(tmp_path / "repos", cache).snapshot("acme/tinyproj", sha)
-    spec = EnvSpec(python=PYTHON, install=".", source=f"acme/tinyproj@{sha}",
+    RepoStore(tmp_path / "repos", cache).snapshot(f"acme/{name}", sha)
+    return cache, f"acme/{name}@{sha}"
+
+
+def test_a_pin_the_project_excludes_gives_way_and_is_recorded(tmp_path):
+    wheels = tmp_path / "wheels"
+    for name in ("pin_low", "pin_free", "pin_old"):
+        for version in ("1.0", "2.0"):
+            make_wheel(wheels, name, version)
+    # the project requires pin_low<2 (the table pins 2.0) and pin_free>=1 (the table pins 1.0, 2.0 is newer)
+    cache, source = tiny_project(tmp_path, "tinyproj", ["pin_low<2", "pin_free>=1", "pin_old<1; python_version < '3'"])
+    spec = EnvSpec(python=PYTHON, install=".", source=source,
                    requirements=("pin_low==2.0", "pin_free==1.0", "pin_old==2.0"))
 
     env = build_env(spec, cache, find_links=wheels)

@@ -14,7 +14,6 @@ import hashlib
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import pytest
 
@@ -22,9 +21,8 @@ from coderl.data.swe_bench import resolution_dates_by_instance
 from coderl.errors import EnvBuildError
 from coderl.swe.env_tables import table_spec
 from coderl.swe.environment import LOCK, RESOLUTION_DATE, build_env, env_key, resolution_date
-from coderl.swe.store import RepoStore
 from coderl.swe.task import EnvSpec
-from tests.swe.test_pin_overrides import PYTHON, _git, tiny_backend
+from tests.swe.test_pin_overrides import PYTHON, tiny_project
 from tests.swe.test_unit_repo_env import make_wheel
 
 # pkgdate 1.0 uploaded in 2020, 2.0 in 2021
@@ -72,24 +70,8 @@ def index(tmp_path, monkeypatch):
     server.shutdown()
 
 
-def _project(tmp_path: Path, name: str, requires: str) -> tuple[Path, str]:
-    """A mirror ``repos/acme__<name>`` whose project requires ``requires``: (cache, source)."""
-    mirror = tmp_path / "repos" / f"acme__{name}"
-    mirror.mkdir(parents=True)
-    (mirror / "tinyback.py").write_text(tiny_backend(name, [requires]))
-    (mirror / "pyproject.toml").write_text('[build-system]\nrequires = []\nbuild-backend = "tinyback"\n'
-                                           'backend-path = ["."]\n')
-    _git("init", "-q", "-b", "main", cwd=mirror)
-    _git("add", "-A", cwd=mirror)
-    _git("commit", "-q", "-m", "base", cwd=mirror)
-    sha = _git("rev-parse", "HEAD", cwd=mirror).strip()
-    cache = tmp_path / "cache"
-    RepoStore(tmp_path / "repos", cache).snapshot(f"acme/{name}", sha)
-    return cache, f"acme/{name}@{sha}"
-
-
 def test_a_row_its_own_date_cannot_resolve_is_resolved_as_of_its_base_commit(tmp_path, index):
-    cache, source = _project(tmp_path, "newreq", "pkgdate>=2")
+    cache, source = tiny_project(tmp_path, "newreq", ["pkgdate>=2"])
     spec = EnvSpec(python=PYTHON, install=".", source=source, resolved_at=ROW_DATE, resolved_at_fallback=COMMIT_DATE)
 
     env = build_env(spec, cache)
@@ -110,7 +92,7 @@ def test_a_row_its_own_date_cannot_resolve_is_resolved_as_of_its_base_commit(tmp
 
 
 def test_a_row_its_own_date_resolves_is_never_moved(tmp_path, index):
-    cache, source = _project(tmp_path, "oldreq", "pkgdate>=1")
+    cache, source = tiny_project(tmp_path, "oldreq", ["pkgdate>=1"])
     spec = EnvSpec(python=PYTHON, install=".", source=source, resolved_at=ROW_DATE, resolved_at_fallback=COMMIT_DATE)
 
     env = build_env(spec, cache)
