@@ -34,8 +34,7 @@ def build_argv(argv: list[str], *, writable: Path, seccomp_fd: int, ro_binds: Se
         raise IsolationUnavailable("a build step needs the build sandbox: bubblewrap (bwrap) is not installed "
                                    "(apt-get install -y bubblewrap)") from None
     tree = str(writable.resolve())
-    binds = [a for p in dict.fromkeys(ro_binds) if os.path.exists(p) and not p.startswith("/usr/")
-             for a in ("--ro-bind", p, p)]  # after /tmp's tmpfs, which would hide one under /tmp
+    binds = isolation.ro_bind_args((p, p) for p in ro_binds)  # after /tmp's tmpfs, which would hide one under it
     return [*args, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", *binds, "--bind", tree, tree,
             "--remount-ro", "/", "--chdir", tree, "--seccomp", str(seccomp_fd), "--", *argv]
 

@@ -82,9 +82,16 @@ def boundary_args(extra_binds: Iterable[tuple[str, str]]) -> list[str]:
         args += ["--ro-bind-try", path, path]
     for name, path in _OWN_ETC:
         args += ["--ro-bind", inside_path(name), path]
-    seen = set()
     own = ((p, p) for p in (sandbox_python_prefix(), runtime_prefix()) if p)
-    for path, target in (*own, *extra_binds):
+    return args + ro_bind_args((*own, *extra_binds))
+
+
+def ro_bind_args(binds: Iterable[tuple[str, str]]) -> list[str]:
+    """bwrap's read-only binds of ``binds`` (host path, path inside): those that exist, once per
+    target, none under ``/usr/`` (the host's, bound whole)."""
+    args: list[str] = []
+    seen = set()
+    for path, target in binds:
         if not target.startswith("/usr/") and target not in seen and os.path.exists(path):
             seen.add(target)
             args += ["--ro-bind", path, target]
