@@ -18,12 +18,11 @@ status`` nor the diff capture sees it as a new file.
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
 from coderl.cache import file_lock
-from coderl.swe.environment import site_packages
+from coderl.swe.environment import compile_byte_code, site_packages
 
 _TIMEOUT_S = 900
 EXCLUDED = "__pycache__/\n*.py[co]\n"
@@ -45,11 +44,9 @@ def compile_snapshot(snapshot: Path, env_dir: Path) -> bool:
         text = exclude.read_text() if exclude.is_file() else ""
         if EXCLUDED not in text:
             exclude.write_text(text + ("\n" if text and not text.endswith("\n") else "") + EXCLUDED)
-        try:  # -I -S: nothing of the environment's own site (its .pth files) runs either
-            proc = subprocess.run([str(env_dir / "bin" / "python"), "-I", "-S", "-m", "compileall", "-q", "-j", "0",
-                                   "-x", r"/\.git/", "--invalidation-mode", "timestamp", str(snapshot)],
-                                  capture_output=True, timeout=_TIMEOUT_S,
-                                  env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"})
+        try:
+            proc = compile_byte_code(env_dir, snapshot, "-x", r"/\.git/", "--invalidation-mode", "timestamp",
+                                     timeout_s=_TIMEOUT_S)
         except (OSError, subprocess.SubprocessError):
             return False
         if proc.returncode not in (0, 1):  # 1: some file did not compile, the rest did

@@ -48,6 +48,7 @@ import sys
 import tarfile
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from coderl.cache import ready_once
 from coderl.errors import EnvBuildError, UntrustedInput
@@ -255,10 +256,15 @@ def _without_pins(spec: EnvSpec, overrides: list[dict[str, str]]) -> EnvSpec:
     return dataclasses.replace(spec, requirements=tuple(r for r in spec.requirements if r not in dropped))
 
 
+def _resolution_record(spec: EnvSpec, cache_dir: Path, find_links: Path | None) -> dict[str, Any]:
+    """What ``resolution_key`` recorded of the spec's resolution in ``cache_dir`` ({} when nothing)."""
+    memo = cache_dir.absolute() / "resolutions" / f"{env_key(spec, find_links)}.json"
+    return json.loads(memo.read_text()) if memo.is_file() else {}
+
+
 def _recorded_overrides(spec: EnvSpec, cache_dir: Path, find_links: Path | None) -> list[dict[str, str]]:
     """The pin overrides the spec's resolution recorded (``resolution_key``; none when it has no record)."""
-    memo = cache_dir / "resolutions" / f"{env_key(spec, find_links)}.json"
-    return json.loads(memo.read_text()).get("pin_overrides", []) if memo.is_file() else []
+    return _resolution_record(spec, cache_dir, find_links).get("pin_overrides", [])
 
 
 def resolution_date(spec: EnvSpec, cache_dir: Path, find_links: Path | None = None) -> dict[str, str]:
@@ -266,8 +272,7 @@ def resolution_date(spec: EnvSpec, cache_dir: Path, find_links: Path | None = No
     ``{"resolved_at": the base commit's date, "row_date": ..., "why": uv's words as of the row's
     date}`` (``resolution_key`` moved it to ``resolved_at_fallback``); ``{}`` when it was not moved
     or the spec has no resolution recorded in ``cache_dir``."""
-    memo = cache_dir.absolute() / "resolutions" / f"{env_key(spec, find_links)}.json"
-    return json.loads(memo.read_text()).get("resolution_date", {}) if memo.is_file() else {}
+    return _resolution_record(spec, cache_dir, find_links).get("resolution_date", {})
 
 
 def no_build_isolation(spec: EnvSpec) -> bool:
@@ -402,12 +407,11 @@ def refuse_site_code(spec: EnvSpec, dest: Path, identity: bytes) -> None:
     found = [] if venv_identity(dest) == identity else ["pyvenv.cfg or bin/python replaced"]
     dirs = [site]
     for pth in sorted(site.glob("*.pth")):
-        lines = pth.read_text(errors="replace").splitlines()
-        if any(line.startswith(("import ", "import\t")) for line in lines) and not (
-                pth.name == _SETUPTOOLS_PTH and _setuptools_alone_owns(site)):
+        lines = [line for line in pth.read_text(errors="replace").splitlines() if line.strip()]
+        runs = [line for line in lines if line.startswith(("import ", "import\t"))]  # site exec()s these
+        if runs and not (pth.name == _SETUPTOOLS_PTH and _setuptools_alone_owns(site)):
             found.append(pth.name)
-        dirs += [site / line.strip() for line in lines
-                 if line.strip() and not line.startswith(("#", "import ", "import\t"))]
+        dirs += [site / line.strip() for line in lines if line not in runs and not line.startswith("#")]
     for folder in dict.fromkeys(dirs):
         if folder.is_dir():
             found += [str(p.relative_to(site)) if p.is_relative_to(site) else str(p)
@@ -431,12 +435,20 @@ def _setuptools_alone_owns(site: Path) -> bool:
     return owners == {"setuptools"}
 
 
+def compile_byte_code(env_dir: Path, target: Path, *options: str, timeout_s: float) -> subprocess.CompletedProcess:
+    """``compileall`` of ``target`` by the environment's interpreter, ``-I -S``: nothing of its site
+    (its ``.pth`` files) runs. Exit 1: some file did not compile (a package's or a fixture's Python
+    2 leftovers), the rest did."""
+    return subprocess.run([str(env_dir / "bin" / "python"), "-I", "-S", "-m", "compileall", "-q", "-j", "0",
+                           *options, str(target)], capture_output=True, timeout=timeout_s,
+                          env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"})
+
+
 def compile_site(dest: Path) -> None:
-    """The environment's byte code, compiled by its interpreter without ``site`` (``-I -S``): what
-    uv's ``--compile-bytecode`` does for the operator's specs, which starts the interpreter with it."""
-    # a file that does not compile (a package's Python 2 leftovers) is skipped, as uv's compilation skips it
-    subprocess.run([str(dest / "bin" / "python"), "-I", "-S", "-m", "compileall", "-q", "-j", "0",
-                    str(site_packages(dest))], capture_output=True, timeout=_BUILD_TIMEOUT_S, check=False)
+    """The environment's byte code without ``site`` starting: what uv's ``--compile-bytecode``
+    does for the operator's specs, which starts the interpreter with it. A file that does not
+    compile is skipped, as uv's compilation skips it."""
+    compile_byte_code(dest, site_packages(dest), timeout_s=_BUILD_TIMEOUT_S)
 
 
 def _source_tree(spec: EnvSpec, cache_dir: Path, src: Path) -> None:
