@@ -157,7 +157,7 @@ class Reasons:
     def say(self, nodeid, text):
         if nodeid not in self.seen:
             self.seen.add(nodeid)
-            with open("/tmp/coderl_reasons.out", "a") as out:
+            with open("/tmp/coderl_records.out", "a") as out:
                 out.write("REASON " + json.dumps([nodeid, " ".join(str(text).split())[:300]]) + "\\n")
     def pytest_collection_modifyitems(self, config, items):
         keep = [item for item in items if item.nodeid in WANTED]
@@ -181,6 +181,42 @@ pytest.main(["-p", "no:cacheprovider", *sys.argv[1:]], plugins=[Reasons()])
 """
 
 
+async def _records_on_gold(host: SessionHost, snapshot: Path, env_dir: Path, task: RepoTask, script: str,
+                           files: list[str], prefix: str, *, timeout_s: float,
+                           inputs: dict[str, bytes] | None = None) -> list[Any]:
+    """Run a pytest ``script`` (it appends ``<prefix> <json>`` lines to ``/tmp/coderl_records.out``)
+    on ``files`` in a fresh session with the gold and the test patch applied, the task's test
+    services started as the grader starts them (its starter bound as the grader binds it); the
+    records' JSON values. [] when the session, a patch or the run fails. A diagnosis, never a verdict."""
+    try:
+        session = await host.open(snapshot, env_dir=env_dir, ro_binds=[str(INSIDE_DIR)] if task.env.services else [])
+    except CoderlError:
+        return []
+    try:
+        for diff in (task.gold_patch, task.test_patch):
+            if diff.strip() and await host.apply_diff(session, diff):
+                return []
+        for path, data in {"/tmp/coderl_script.py": script.encode(), **(inputs or {})}.items():
+            await session.write_file(path, data)
+        services = task.env.services
+        run = await session.exec(start_services(services, env_dir) + "python /tmp/coderl_script.py "
+                                 + " ".join(shlex.quote(f) for f in files)
+                                 + " >/dev/null 2>&1; cat /tmp/coderl_records.out", timeout_s=timeout_s,
+                                 env=service_env(services, env_dir))
+    except CoderlError:
+        return []
+    finally:
+        await session.close()
+    found = []
+    for line in run.stdout.splitlines():
+        if line.startswith(prefix + " "):
+            try:
+                found.append(json.loads(line[len(prefix) + 1:]))
+            except ValueError:
+                continue
+    return found
+
+
 async def diagnose(host: SessionHost, snapshot: Path, env_dir: Path, task: RepoTask, tests: list[str]) -> dict[str, str]:
     """Why ``tests`` fail with the gold patch: one more run of them in a fresh session (gold and test
     patch applied), each test's failure or skip in its own words (a collection error under its
@@ -188,34 +224,9 @@ async def diagnose(host: SessionHost, snapshot: Path, env_dir: Path, task: RepoT
     decided the row."""
     wanted = {t.split("::", 1)[0] for t in tests}
     files = [f for f in test_files(task) if f in wanted]
-    try:
-        # the test services' starter is the grader's (pytest_inside/services.py), bound as the grader binds it
-        session = await host.open(snapshot, env_dir=env_dir, ro_binds=[str(INSIDE_DIR)] if task.env.services else [])
-    except CoderlError:
-        return {}
-    try:
-        for diff in (task.gold_patch, task.test_patch):
-            if diff.strip() and await host.apply_diff(session, diff):
-                return {}
-        await session.write_file("/tmp/coderl_reasons.py", _REASONS.encode())
-        await session.write_file("/tmp/coderl_tests.txt", "\n".join(tests).encode())
-        services = task.env.services  # started as the grader starts them, their variables set
-        run = await session.exec(start_services(services, env_dir) + "python /tmp/coderl_reasons.py "
-                                 + " ".join(shlex.quote(f) for f in files)
-                                 + " >/dev/null 2>&1; cat /tmp/coderl_reasons.out", timeout_s=1800,
-                                 env=service_env(services, env_dir))
-    except CoderlError:
-        return {}
-    finally:
-        await session.close()
-    out = {}
-    for line in run.stdout.splitlines():
-        if line.startswith("REASON "):
-            try:
-                nodeid, text = json.loads(line[len("REASON "):])
-            except ValueError:
-                continue
-            out[str(nodeid)] = str(text)
+    records = await _records_on_gold(host, snapshot, env_dir, task, _REASONS, files, "REASON", timeout_s=1800,
+                                     inputs={"/tmp/coderl_tests.txt": "\n".join(tests).encode()})
+    out = {str(record[0]): str(record[1]) for record in records if isinstance(record, list) and len(record) == 2}
     return {t: out[t] for t in [*tests, *files] if t in out}
 
 
@@ -366,7 +377,7 @@ _DEFINITIONS = """import inspect, json, os, sys, pytest
 ROOT = os.path.realpath(os.getcwd())
 class Definitions:
     def pytest_collection_finish(self, session):
-        with open("/tmp/coderl_defs.out", "a") as out:
+        with open("/tmp/coderl_records.out", "a") as out:
             for item in session.items:
                 try:
                     obj = item.obj
@@ -394,29 +405,11 @@ async def patch_added_tests(host: SessionHost, snapshot: Path, env_dir: Path, ta
     files = [f for f in changed if Path(f).name not in ("conftest.py", "__init__.py")]
     if not files:
         return []
-    try:
-        session = await host.open(snapshot, env_dir=env_dir)
-    except CoderlError:
-        return []
-    try:
-        for diff in (task.gold_patch, task.test_patch):
-            if diff.strip() and await host.apply_diff(session, diff):
-                return []
-        await session.write_file("/tmp/coderl_defs.py", _DEFINITIONS.encode())
-        run = await session.exec("python /tmp/coderl_defs.py " + " ".join(shlex.quote(f) for f in files)
-                                 + " >/dev/null 2>&1; cat /tmp/coderl_defs.out", timeout_s=600,
-                                 env=service_env(task.env.services, env_dir))
-    except CoderlError:
-        return []
-    finally:
-        await session.close()
     found = []
-    for line in run.stdout.splitlines():
-        if not line.startswith("DEF "):
-            continue
+    for record in await _records_on_gold(host, snapshot, env_dir, task, _DEFINITIONS, files, "DEF", timeout_s=600):
         try:
-            nodeid, path, start, end = json.loads(line[len("DEF "):])
-        except ValueError:
+            nodeid, path, start, end = record
+        except (TypeError, ValueError):
             continue
         if any(start <= n <= end for n in changed.get(str(path), ())):
             found.append(str(nodeid))
