@@ -55,11 +55,14 @@ def _git(*args: str, cwd: Path) -> str:
     return subprocess.run(["git", *args], cwd=cwd, env=_GIT_ENV, check=True, capture_output=True, text=True).stdout
 
 
-def tiny_project(tmp_path: Path, name: str, requires: list[str]) -> tuple[Path, str]:
-    """A mirror ``repos/acme__<name>`` whose project (``tiny_backend``) requires ``requires``,
-    snapshotted into ``tmp_path/cache``: (cache, source)."""
+def tiny_project(tmp_path: Path, name: str, requires: list[str], files: dict[str, str] | None = None) -> tuple[Path, str]:
+    """A mirror ``repos/acme__<name>`` whose project (``tiny_backend``) requires ``requires``, with
+    ``files`` (path -> text) in its base commit too, snapshotted into ``tmp_path/cache``: (cache, source)."""
     mirror = tmp_path / "repos" / f"acme__{name}"
     mirror.mkdir(parents=True)
+    for rel, text in (files or {}).items():
+        (mirror / rel).parent.mkdir(parents=True, exist_ok=True)
+        (mirror / rel).write_text(text)
     (mirror / "tinyback.py").write_text(tiny_backend(name, requires))
     (mirror / "pyproject.toml").write_text('[build-system]\nrequires = []\nbuild-backend = "tinyback"\n'
                                            'backend-path = ["."]\n')

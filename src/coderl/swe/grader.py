@@ -50,7 +50,7 @@ from pathlib import Path
 from coderl.errors import SandboxError
 from coderl.sandbox import session_diffs
 from coderl.sandbox.session import Session, SessionHost, SessionLimits
-from coderl.swe import build_products, django_run, pristine_cache
+from coderl.swe import build_products, django_run, preimports, pristine_cache
 from coderl.swe.bytecode import compile_snapshot
 from coderl.swe.django_run import runs_django
 from coderl.swe.environment import EnvBuildError, build_env
@@ -154,6 +154,8 @@ class RepoGrader:
         self._ahead: OrderedDict[tuple, list[StartedRun]] = OrderedDict()
         self._filling: set[asyncio.Task] = set()
         self._compiling: set[tuple] = set()  # protected files being compiled into the host's cache
+        self._preimport: dict[Path, tuple[str, ...]] = {}  # environment -> its modules a run imports ahead
+        self._probing: set[Path] = set()
 
     async def aclose(self) -> None:
         """Stop the grading runs started ahead (``warm``), and their refills."""
@@ -204,6 +206,8 @@ class RepoGrader:
                 command, spec = launch(task, env, rootdir, inifile)
                 cache = pristine_cache.cache_dir(self.env_cache, env, task)  # the protected files' compilation
                 spec = {**spec, "pristine_cache": str(cache)} if cache is not None else spec
+                ahead = await self._preimports(snapshot, env)  # the required distributions' modules
+                spec = {**spec, "preimport": list(ahead)} if ahead else spec
                 restore, decide_run = sorted({*touched, *([inifile] if inifile else [])}), decide
         except (RepoUnavailable, EnvBuildError, InvalidTask) as exc:
             return outcome(GradeStatus.SANDBOX_ERROR, str(exc), tests_touched=touched)
@@ -216,8 +220,10 @@ class RepoGrader:
                 started = started or await self.start_run(snapshot, env, command, spec, _APPLIES_S)
             except SandboxError as exc:
                 return outcome(GradeStatus.SANDBOX_ERROR, str(exc), tests_touched=touched)
+            plain = {k: v for k, v in spec.items() if k != "preimport"}
+            restart = partial(self.start_run, snapshot, env, command, {**plain, "nonce": secrets.token_hex(32)}, _APPLIES_S)
             try:
-                return await self._run(task, started, kept, touched, restore, (base, decide_run), outcome)
+                return await self._run(task, started, kept, touched, restore, (base, decide_run), outcome, restart)
             except SandboxError as exc:
                 return outcome(GradeStatus.SANDBOX_ERROR, str(exc), tests_touched=touched)
             finally:
@@ -303,6 +309,27 @@ class RepoGrader:
             runs.remove(started)
             self._background(started.stop())
 
+    async def _preimports(self, snapshot: Path, env: Path) -> tuple[str, ...]:
+        """The modules of ``env`` a run on ``snapshot`` imports before its go-ahead
+        (``swe.preimports``): () until the environment is probed, which starts now in the
+        background; less those the snapshot's tree holds a module of."""
+        names = self._preimport.get(env)
+        if names is None:
+            names = await asyncio.to_thread(preimports.known, self.env_cache, env)
+            if names is None:
+                if env not in self._probing:
+                    self._probing.add(env)
+                    self._background(self._probe(env))
+                return ()
+            self._preimport[env] = names
+        return await asyncio.to_thread(preimports.usable, snapshot, names) if names else ()
+
+    async def _probe(self, env: Path) -> None:
+        try:
+            self._preimport[env] = await asyncio.to_thread(preimports.probe, self.env_cache, env)
+        finally:
+            self._probing.discard(env)
+
     def _compile_pristine(self, started: StartedRun) -> None:
         """The protected files as this grading's sandbox holds them now (restored, the test patch
         applied, nothing of the repository run yet) compiled into the host's cache in the background
@@ -330,7 +357,10 @@ class RepoGrader:
         task.add_done_callback(self._filling.discard)
 
     async def _run(self, task: RepoTask, started: StartedRun, kept: str, touched: list[str], restore: list[str],
-                   judge: tuple[dict[str, str], Callable[..., RunVerdicts]], outcome: Outcome) -> GradeResult:
+                   judge: tuple[dict[str, str], Callable[..., RunVerdicts]], outcome: Outcome,
+                   restart: Callable[[], Awaitable[StartedRun]] | None = None) -> GradeResult:
+        """``restart``: a fresh run importing nothing ahead, for a diff that wrote a module named
+        like one this run imported ahead (``preimports.shadowed``): applied again there."""
         session, (base, decide_run) = started.session, judge
         test_patch, error = task.test_patch if task.test_patch.strip() else "", ""
         # whatever route the diff took to them, the restored files are the base commit's again; then the test
@@ -347,6 +377,13 @@ class RepoGrader:
         if error:
             return outcome(GradeStatus.SANDBOX_ERROR, f"the task's test patch does not apply: {error[-500:]}",
                            tests_touched=touched)
+        ahead = started.spec.get("preimport")
+        if ahead and restart is not None and preimports.shadowed(session.layer.upper, ahead):
+            fresh = await restart()
+            try:
+                return await self._run(task, fresh, kept, touched, restore, judge, outcome)
+            finally:
+                await fresh.stop()
         self._compile_pristine(started)
         started.go.send({} if written_byte_code(session.layer.upper) else {"byte_code": "pristine"})
         result = await started.run

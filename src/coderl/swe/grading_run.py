@@ -117,7 +117,7 @@ def compiled_launcher(env: Path) -> Path:
     The directory is the environment's, which every sandbox binds read-only: the code under test
     can no more replace these files than the sources. Where it cannot be written: the source."""
     sources = [INSIDE_DIR / "launcher.py", INSIDE_DIR / "reporter.py", INSIDE_DIR / "rewrites.py",
-               INSIDE_DIR / "django_runner.py"]
+               INSIDE_DIR / "django_runner.py", INSIDE_DIR / "preimport.py"]
     digest = hashlib.sha256(b"".join(p.read_bytes() for p in sources)).hexdigest()[:16]
     target = env / _COMPILED_DIR / digest
     built = built_once(target, lambda tmp: [str(env / "bin" / "python"), "-I", "-S", "-c", _COMPILE,

@@ -73,6 +73,9 @@ def main() -> None:
     if sys.argv[1:2] == ["pristine"]:
         fill_pristine(sys.argv[2], sys.argv[3])
         return
+    if sys.argv[1:2] == ["preimports"]:
+        probe_preimports(sys.argv[2])
+        return
     spec = json.loads(sys.stdin.buffer.read())
     global REPO
     REPO = spec.get("repo", REPO)  # an image's work tree (SWE-bench's /testbed) instead of a session's /repo
@@ -266,6 +269,8 @@ def prepare(spec: dict) -> Runner:
         if foreign:
             raise Unprepared(EXIT_NO_RUNNER, f"the test runner does not come from the environment: {foreign}")
         baseline = reporter.Baseline(modules["rewrites"], _watched_modules())
+        for name in spec.get("preimport", ()):  # after the baseline: a change they make to pytest is a finding
+            importlib.import_module(name)
         return Runner(repo_paths, modules, own, plugins, trusted, runner_files, baseline)
     except Unprepared:
         raise
@@ -553,6 +558,21 @@ def _load(module: str):  # type: ignore[no-untyped-def]
 # what pytest imports while it configures itself, past its plugins: its debugger's ``pdb`` (with
 # ``cmd``, ``code``), its argument completion, the package-metadata parser
 CONFIGURE_IMPORTS = ("pdb", "_pytest._argcomplete", "email.parser")
+
+
+def probe_preimports(site_packages: str) -> None:
+    """``preimports SITE_PACKAGES`` (on the host, boxed: ``coderl.swe.preimports``): the required
+    distributions' modules a run may import before its go-ahead (``preimport.probe``), as JSON,
+    probed in the state ``prepare`` imports them in: a clean environment, ``sys.path`` without the
+    work tree, pytest and its plugin modules imported."""
+    os.environ.clear()
+    os.environ.update({"PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8"})
+    _site(site_packages)
+    import pytest  # noqa: F401
+
+    _import_runner_modules()
+    trusted = (sys.base_prefix, sys.prefix, site_packages)
+    json.dump({"preimport": _load("preimport").probe(site_packages, trusted)}, sys.stdout)
 
 
 def _import_runner_modules() -> None:
