@@ -6,8 +6,9 @@ For each instance, ``--repeat`` times (alternated, medians printed):
 - ``graded``: ``RepoGrader.grade`` on the gold patch, whole (what training pays per diff), every
   grading started cold (a fresh sandbox opened, its launcher started while the diffs are applied);
 - ``graded, started ahead``: the same with ``RepoGrader(warm=1)``, whose grading sandbox and
-  launcher (interpreter, pytest, the runner's modules imported) were started after the task's last
-  grading and wait for the go-ahead (a GRPO group grades one task several times);
+  launcher (interpreter, pytest, the runner's modules and the environment's required modules
+  imported: ``swe.preimports``) were started after the task's last grading and wait for the
+  go-ahead (a GRPO group grades one task several times);
 - the grader's steps done one by one in one fresh session, each timed: the host's lookups
   (snapshot, base tree, environment, pinned configuration, spec), the sandbox open with the
   launcher started, the gold patch applied, the protected files restored and the test patch
@@ -97,10 +98,12 @@ async def steps(grader: RepoGrader, task: RepoTask) -> dict[str, float]:
     snapshot, env = await grader._built(task)
     rootdir, inifile = await asyncio.to_thread(locate_config, env, snapshot, tuple(test_files(task)))
     cache = pristine_cache.cache_dir(grader.env_cache, env, task)
+    ahead = await grader._preimports(snapshot, env)  # the grader's own list (swe.preimports)
 
-    def launch_run() -> tuple[str, dict]:  # as the grader does: the protected files' compilation cached
-        command, spec = launch(task, env, rootdir, inifile)
-        return command, {**spec, "pristine_cache": str(cache)} if cache is not None else spec
+    def launch_run() -> tuple[str, dict]:  # as the grader does: the protected files' compilation cached,
+        command, spec = launch(task, env, rootdir, inifile)  # the required modules imported ahead
+        spec = {**spec, "pristine_cache": str(cache)} if cache is not None else spec
+        return command, {**spec, "preimport": list(ahead)} if ahead else spec
 
     command, spec = launch_run()
     out["host lookups"] = lap()

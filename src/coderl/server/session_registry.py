@@ -62,7 +62,7 @@ from coderl.sandbox.session import Session, SessionHost, SessionLimits
 from coderl.server.gateway_relay import GatewayRelay
 from coderl.server.image_tasks import HarborIn, ImageIn
 from coderl.server.session_pool import PoolKey, WarmPool
-from coderl.swe.episodes import LocalEpisodes
+from coderl.swe.episodes import LocalEpisodes, grading_warm_setting
 from coderl.swe.grade_status import GradeResult
 from coderl.swe.grading_run import service_env, services_binds, start_in_session
 from coderl.swe.harness import SANDBOX_PORT
@@ -105,7 +105,7 @@ class RegistryConfig:
                        pool_size=int(env.get("CODERL_SESSION_POOL", "0")),
                        pool_keys=int(env.get("CODERL_SESSION_POOL_KEYS", "8")),
                        grade_concurrency=int(env.get("CODERL_SWE_CONCURRENCY", "2")),
-                       grading_warm=int(env.get("CODERL_GRADING_WARM", "0")),
+                       grading_warm=grading_warm_setting(env, 0),
                        ro_binds=tuple(p for p in env.get("CODERL_SESSION_BINDS", "").split(":") if p),
                        harbor_dir=Path(env["CODERL_HARBOR_TASKS"]) if env.get("CODERL_HARBOR_TASKS") else None)
         except ValueError as exc:

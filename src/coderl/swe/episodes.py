@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,17 @@ from coderl.swe.store import RepoStore, git
 from coderl.swe.task_ref import EMPTY, HARBOR, IMAGE, SNAPSHOT, TaskRef
 
 LOCAL, REMOTE = "local", "remote"
+
+
+def grading_warm_setting(environ: Mapping[str, str], default: int) -> int:
+    """``CODERL_GRADING_WARM`` (grading runs started ahead per repository task, ``RepoGrader(warm=...)``)
+    from ``environ``, else ``default``. ValueError for anything but a whole number >= 0."""
+    value = environ.get("CODERL_GRADING_WARM", "").strip()
+    if not value:
+        return default
+    if not value.isdigit():
+        raise ValueError(f"CODERL_GRADING_WARM={value!r}: a whole number of grading runs per task (0 = off)")
+    return int(value)
 
 
 def episode_limits(timeout_s: float) -> SessionLimits:

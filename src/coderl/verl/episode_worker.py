@@ -20,13 +20,14 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from coderl.errors import BadRequest
 from coderl.gateway.backends import VerlBackend
 from coderl.gateway.chat import ChatFormat
 from coderl.gateway.core import Gateway
 from coderl.gateway.server import Served, serve
 from coderl.sandbox.session import SessionHost
 from coderl.sandbox.stale import left_by_dead_process
-from coderl.swe.episodes import Episodes, LocalEpisodes, RemoteEpisodes
+from coderl.swe.episodes import Episodes, LocalEpisodes, RemoteEpisodes, grading_warm_setting
 
 # Kept on the server manager itself: a registry keyed by it would keep it alive (the worker's
 # backend holds it), so neither would ever be collected.
@@ -44,7 +45,12 @@ class EpisodeWorker:
         self.socket_path = str(socket_dir / "gateway.sock")
         self.loop = asyncio.get_running_loop()
         self.host = SessionHost()
-        self.local = LocalEpisodes(self.host, gateway_socket=self.socket_path)  # every task kind, on this host
+        try:  # every task kind, on this host; a GRPO group grades each task several times: one grading
+            # run per task started ahead by default (CODERL_GRADING_WARM), the same work off the grading's path
+            warm = grading_warm_setting(os.environ, 1)
+        except ValueError as exc:
+            raise BadRequest(str(exc)) from None
+        self.local = LocalEpisodes(self.host, gateway_socket=self.socket_path, grading_warm=warm)
         self._remote: dict[tuple[str, str], RemoteEpisodes] = {}
         self.closed = False
 
@@ -117,6 +123,7 @@ class EpisodeWorker:
         await self.served.stop()
         for remote in self._remote.values():
             await remote.aclose()
+        await self.local.aclose()  # its grading runs started ahead, before their host closes
         await self.host.close()
         shutil.rmtree(self.socket_dir, ignore_errors=True)
 
