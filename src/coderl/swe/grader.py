@@ -378,7 +378,7 @@ class RepoGrader:
             return outcome(GradeStatus.SANDBOX_ERROR, f"the task's test patch does not apply: {error[-500:]}",
                            tests_touched=touched)
         ahead = started.spec.get("preimport")
-        if ahead and restart is not None and preimports.shadowed(session.layer.upper, ahead):
+        if ahead and restart is not None and await asyncio.to_thread(preimports.shadowed, session.layer.upper, ahead):
             fresh = await restart()
             try:
                 return await self._run(task, fresh, kept, touched, restore, judge, outcome)
