@@ -9,6 +9,8 @@ For each instance, ``--repeat`` times (alternated, medians printed):
   launcher (interpreter, pytest, the runner's modules and the environment's required modules
   imported: ``swe.preimports``) were started after the task's last grading and wait for the
   go-ahead (a GRPO group grades one task several times);
+- ``graded, expected``: a task's first grading on a fresh ``RepoGrader(warm=1)`` whose ``expect``
+  was called ``EXPECT_LEAD_S`` before (what an episode's end does while its diff is captured);
 - the grader's steps done one by one in one fresh session, each timed: the host's lookups
   (snapshot, base tree, environment, pinned configuration, spec), the sandbox open with the
   launcher started, the gold patch applied, the protected files restored and the test patch
@@ -160,6 +162,23 @@ async def settled(grader: RepoGrader) -> None:
     await asyncio.sleep(1.0)
 
 
+EXPECT_LEAD_S = 0.15  # an episode's end to its grading: the diff's capture (flask-4992 and sympy-23117: 0.1-0.2 s)
+
+
+async def expected(warm: RepoGrader, task: RepoTask) -> float:
+    """A task's first grading on a grader with runs started ahead, ``expect``-ed when its episode
+    ended and graded once its diff is captured (``EXPECT_LEAD_S`` later): a fresh grader each time."""
+    grader = RepoGrader(warm.host, warm.store, env_cache=warm.env_cache, concurrency=1, warm=1)
+    try:
+        grader.expect(task)
+        await asyncio.sleep(EXPECT_LEAD_S)
+        graded = await grader.grade(task, task.gold_patch)
+    finally:
+        await grader.aclose()
+    assert graded.status.value == "resolved", graded
+    return graded.wall_s
+
+
 def load() -> str:
     return " ".join(f"{x:.1f}" for x in os.getloadavg())
 
@@ -194,6 +213,7 @@ async def _measure(grader: RepoGrader, warm: RepoGrader, task: RepoTask, cache: 
         assert graded.status.value == "resolved", graded
         rows.setdefault("graded, started ahead", []).append(graded.wall_s)
         await settled(warm)
+        rows.setdefault("graded, expected", []).append(await expected(warm, task))
         for name, value in (await steps(grader, task)).items():
             rows.setdefault(name, []).append(value)
         for name, targets in (("plain_ids", list(task.tests)), ("plain_files", test_files(task))):
@@ -201,7 +221,7 @@ async def _measure(grader: RepoGrader, warm: RepoGrader, task: RepoTask, cache: 
             assert code in (0, 1), (name, code)
             rows.setdefault(name, []).append(round(seconds, 3))
     medians = {k: round(statistics.median(v), 3) for k, v in rows.items()}
-    for graded in ("graded", "graded, started ahead"):
+    for graded in ("graded", "graded, started ahead", "graded, expected"):
         for plain in ("plain_ids", "plain_files"):
             medians[f"ratio {graded}/{plain}"] = round(medians[graded] / medians[plain], 2)
     return {"medians": medians, "runs": rows, "tests": len(task.tests), "load": loads}

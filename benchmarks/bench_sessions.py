@@ -544,7 +544,9 @@ async def _issue49(args: argparse.Namespace, root: Path) -> None:
               f"{m['plain_files']:.2f} s: graded/plain {m['ratio graded/plain_ids']:.2f} "
               f"({m['ratio graded/plain_files']:.2f} on the files); a run started ahead (RepoGrader(warm=1)): "
               f"graded {m['graded, started ahead']:.2f} s, /plain {m['ratio graded, started ahead/plain_ids']:.2f} "
-              f"({m['ratio graded, started ahead/plain_files']:.2f}); in-session plain ids "
+              f"({m['ratio graded, started ahead/plain_files']:.2f}); a first grading expected "
+              f"{m['graded, expected']:.2f} s, /plain {m['ratio graded, expected/plain_ids']:.2f} "
+              f"({m['ratio graded, expected/plain_files']:.2f}); in-session plain ids "
               f"{m['(in-session plain pytest ids)']:.2f} s; load {' / '.join(r['load'])}")
     print(f"load average at the end: {os.getloadavg()}")
 

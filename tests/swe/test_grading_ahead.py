@@ -122,3 +122,35 @@ def test_a_run_started_ahead_that_no_grading_takes_is_stopped(intervals, monkeyp
 
     waiting, ahead, sessions, go_dirs = asyncio.run(main())
     assert (waiting, ahead, sessions, go_dirs) == (1, 0, 0, [False, False])
+
+
+def test_a_run_expected_at_the_episodes_end_is_the_one_its_grading_takes(intervals):
+    """``expect`` (called when an episode ends, before its diff is captured: ``LocalEpisodes``'
+    harness runs and the service's grade route) starts a run ahead for a task never graded
+    before; the grading takes it instead of starting one, and a second ``expect`` while one
+    waits starts none."""
+    root, task = intervals
+
+    async def main():
+        async with SessionHost() as host:
+            store = RepoStore(root / "repos", root / "cache")
+            grader = CountingGrader(host, store, env_cache=default_cache_dir(), warm=1)
+            try:
+                grader.expect(task)
+                await _waiting(grader)
+                grader.expect(task)
+                await asyncio.sleep(0.5)
+                assert grader.starts == 1 and grader.ahead() == 1
+                result = await grader.grade(task, task.gold_patch)
+                assert grader.starts == 1, "the grading started its own sandbox instead of the one expected"
+                cold = RepoGrader(host, store, env_cache=default_cache_dir())
+                cold.expect(task)  # no runs ahead asked for: nothing started
+                await asyncio.sleep(0.2)
+                assert cold.ahead() == 0
+            finally:
+                await grader.aclose()
+            assert grader.ahead() == 0 and not host.sessions
+            return result
+
+    result = asyncio.run(main())
+    assert (result.status, result.reward) == ("resolved", 1.0), result

@@ -14,7 +14,14 @@ from pathlib import Path
 import pytest
 
 from coderl.errors import BadRequest
-from coderl.swe.harness import SANDBOX_PORT, TASK_FILE, render_command, run_in_sandbox, run_on_host
+from coderl.swe.harness import (
+    SANDBOX_PORT,
+    TASK_FILE,
+    render_command,
+    run_in_sandbox,
+    run_in_session,
+    run_on_host,
+)
 from tests.helpers.poll import wait_for
 from tests.helpers.service import exited
 
@@ -92,3 +99,31 @@ def test_sandbox_harness_sees_the_task_and_the_relay_and_leaves_a_diff(tmp_path)
     assert result.output_tail.splitlines() == ["Make x two.", f"http://127.0.0.1:{SANDBOX_PORT}/v1 s-9 /repo",
                                                f"/tmp/{TASK_FILE}"]
     assert "-x = 1\n+x = 2\n" in result.diff and (repo / "m.py").read_text() == "x = 1\n"  # the host's tree is untouched
+
+
+def test_the_episodes_end_is_told_before_its_diff_is_captured(tmp_path):
+    """``ended`` (a grader starts its run then: ``RepoGrader.expect``) runs once the harness has
+    returned and before the diff is captured, so the run's start overlaps the capture."""
+    from coderl.sandbox.session import SessionHost, SessionLimits
+
+    repo = _git_repo(tmp_path / "repo")
+    order: list[str] = []
+
+    async def main():
+        async with SessionHost() as host:
+            async def open_session(env):  # type: ignore[no-untyped-def]
+                session = await host.open(repo, env=env, limits=SessionLimits(episode_s=90, exec_s=60))
+                finish = session.finish
+
+                async def finished():  # type: ignore[no-untyped-def]
+                    order.append("capture")
+                    return await finish()
+                session.finish = finished
+                return session
+
+            return await run_in_session('echo "x = 2" > m.py', open_session=open_session, task="t", workdir="",
+                                        session_id="s", model="m", timeout_s=60, capture_diff=True,
+                                        ended=lambda: order.append("ended"))
+
+    result = asyncio.run(main())
+    assert order == ["ended", "capture"] and "+x = 2\n" in result.diff

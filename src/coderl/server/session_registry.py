@@ -281,6 +281,7 @@ class SessionRegistry:
         session left, unless the task grades its work dir only: once, the same answer after)."""
         if lease.ref.kind == EMPTY:
             raise BadRequest(f"session {lease.id} was opened without a task: there is nothing to grade against")
+        self.episodes.expect(lease.ref)  # a grader's run started while the diff is captured
         diff = await lease.session.finish()
         if lease.ref.kind == HARBOR and not lease.ref.harbor_task().workdir_only:
             if lease.graded is None:

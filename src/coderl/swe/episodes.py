@@ -25,6 +25,7 @@ it makes (snapshot, image, Harbor), however many cache or repository directories
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import tempfile
 from collections.abc import Mapping
@@ -77,6 +78,11 @@ class Episodes:
 
     async def grade(self, ref: TaskRef, diff: str | None, state: EpisodeState | None = None) -> GradeResult:
         raise NotImplementedError
+
+    def expect(self, ref: TaskRef) -> None:
+        """A grading of ``ref`` is coming (its episode ended): where a grader can start its run
+        ahead, it starts it now, in the background (``RepoGrader.expect``)."""
+        return None
 
     async def aclose(self) -> None:
         return None
@@ -240,7 +246,12 @@ class LocalEpisodes(Episodes):
                                    ro_binds=harness_binds)
 
         return await run_in_session(template, open_session=open_session, task=task, workdir="", session_id=session_id,
-                                    model=model, timeout_s=budget, capture_diff=True)
+                                    model=model, timeout_s=budget, capture_diff=True, ended=lambda: self.expect(ref))
+
+    def expect(self, ref: TaskRef) -> None:
+        if ref.kind == SNAPSHOT and ref.task is not None and self.grading_warm:
+            with contextlib.suppress(BadRequest):  # no repositories here: its grading says so
+                self.repo_grader(ref).expect(ref.task)
 
     async def grade(self, ref: TaskRef, diff: str | None, state: EpisodeState | None = None) -> GradeResult:
         try:

@@ -132,6 +132,32 @@ class StartedRun:
         await asyncio.gather(self.run, return_exceptions=True)
 
 
+@dataclass(eq=False)
+class _Plan:
+    """What every grading of one task runs: the snapshot, the environment, the launcher's command
+    and spec (its nonce fresh per run), the base commit's blobs, how the records are read, the
+    pinned configuration file (restored with the protected files), whether it is Django's runner."""
+
+    snapshot: Path
+    env: Path
+    command: str
+    spec: dict
+    base: dict[str, str]
+    decide: Callable[..., RunVerdicts]
+    inifile: str | None
+    django: bool = False
+
+    @property
+    def key(self) -> tuple:
+        """Runs started ahead are kept under this: all but the nonce."""
+        return (str(self.snapshot), str(self.env), self.command,
+                json.dumps({k: v for k, v in self.spec.items() if k != "nonce"}, sort_keys=True))
+
+    @property
+    def how(self) -> tuple[Path, Path, str, dict]:
+        return self.snapshot, self.env, self.command, self.spec
+
+
 class RepoGrader:
     """Grades diffs against repository tasks; ``concurrency`` fresh sandboxes at a time."""
 
@@ -186,32 +212,59 @@ class RepoGrader:
     async def grade(self, task: RepoTask, diff: str) -> GradeResult:
         return await timed_grading(task, diff, partial(self._grade, task))
 
+    async def _plan(self, task: RepoTask) -> _Plan | str:
+        """What every grading of ``task`` runs (the diff aside), or why the task cannot be graded.
+        Raises ``RepoUnavailable``, ``EnvBuildError``, ``InvalidTask``."""
+        snapshot = await asyncio.to_thread(self.store.snapshot, task.repo, task.base_commit)
+        base = await asyncio.to_thread(base_tree, snapshot)
+        if runs_django(task):  # tests/runtests.py: every file under tests/ is the runner's
+            snapshot, env = await self._built(task)
+            command, spec = django_run.launch(task, env)
+            return _Plan(snapshot, env, command, spec, base, decide_unittest, None, django=True)
+        ungradable = runner_repository(base)
+        if ungradable:
+            return ungradable
+        snapshot, env = await self._built(task)
+        base = {**base, **build_products.blob_ids(env)}  # a compiled project's modules: the base's
+        rootdir, inifile = await asyncio.to_thread(locate_config, env, snapshot, tuple(test_files(task)))
+        command, spec = launch(task, env, rootdir, inifile)
+        cache = pristine_cache.cache_dir(self.env_cache, env, task)  # the protected files' compilation
+        spec = {**spec, "pristine_cache": str(cache)} if cache is not None else spec
+        ahead = await self._preimports(snapshot, env)  # the required distributions' modules
+        spec = {**spec, "preimport": list(ahead)} if ahead else spec
+        return _Plan(snapshot, env, command, spec, base, decide, inifile)
+
+    def expect(self, task: RepoTask) -> None:
+        """A grading of ``task`` is coming (its episode has ended and its diff is being captured):
+        with ``warm``, a run is started ahead for it now, in the background, so that its start
+        overlaps the capture, for a task graded first as for one graded before; a run already
+        waiting for it is kept, not doubled."""
+        if self.warm:
+            self._background(self._expect(task))
+
+    async def _expect(self, task: RepoTask) -> None:
+        try:
+            plan = await self._plan(task)
+        except (RepoUnavailable, EnvBuildError, InvalidTask):
+            return  # its grading says why
+        if isinstance(plan, _Plan):
+            self._refill(plan.key, plan.how)
+
     async def _grade(self, task: RepoTask, kept: str, touched: list[str], outcome: Outcome) -> GradeResult:
         try:
-            snapshot = await asyncio.to_thread(self.store.snapshot, task.repo, task.base_commit)
-            base = await asyncio.to_thread(base_tree, snapshot)
-            if runs_django(task):  # tests/runtests.py: every file under tests/ is the runner's
-                kept, runner_files = without_files(kept, frozenset(django_run.runner_paths(kept)))
-                touched = sorted({*touched, *runner_files})
-                snapshot, env = await self._built(task)
-                command, spec = django_run.launch(task, env)
-                restore, decide_run = touched, decide_unittest
-            else:
-                ungradable = runner_repository(base)
-                if ungradable:
-                    return outcome(GradeStatus.SANDBOX_ERROR, ungradable, tests_touched=touched)
-                snapshot, env = await self._built(task)
-                base = {**base, **build_products.blob_ids(env)}  # a compiled project's modules: the base's
-                rootdir, inifile = await asyncio.to_thread(locate_config, env, snapshot, tuple(test_files(task)))
-                command, spec = launch(task, env, rootdir, inifile)
-                cache = pristine_cache.cache_dir(self.env_cache, env, task)  # the protected files' compilation
-                spec = {**spec, "pristine_cache": str(cache)} if cache is not None else spec
-                ahead = await self._preimports(snapshot, env)  # the required distributions' modules
-                spec = {**spec, "preimport": list(ahead)} if ahead else spec
-                restore, decide_run = sorted({*touched, *([inifile] if inifile else [])}), decide
+            plan = await self._plan(task)
         except (RepoUnavailable, EnvBuildError, InvalidTask) as exc:
             return outcome(GradeStatus.SANDBOX_ERROR, str(exc), tests_touched=touched)
-        key = (str(snapshot), str(env), command, json.dumps({k: v for k, v in spec.items() if k != "nonce"}, sort_keys=True))
+        if isinstance(plan, str):
+            return outcome(GradeStatus.SANDBOX_ERROR, plan, tests_touched=touched)
+        if plan.django:
+            kept, runner_files = without_files(kept, frozenset(django_run.runner_paths(kept)))
+            touched = sorted({*touched, *runner_files})
+            restore = touched
+        else:
+            restore = sorted({*touched, *([plan.inifile] if plan.inifile else [])})
+        snapshot, env, command, spec = plan.how
+        key = plan.key
         await self._gate.acquire()
         held = True  # the gate, until the grading's sandbox is closed
         try:
@@ -223,13 +276,13 @@ class RepoGrader:
             plain = {k: v for k, v in spec.items() if k != "preimport"}
             restart = partial(self.start_run, snapshot, env, command, {**plain, "nonce": secrets.token_hex(32)}, _APPLIES_S)
             try:
-                return await self._run(task, started, kept, touched, restore, (base, decide_run), outcome, restart)
+                return await self._run(task, started, kept, touched, restore, (plan.base, plan.decide), outcome, restart)
             except SandboxError as exc:
                 return outcome(GradeStatus.SANDBOX_ERROR, str(exc), tests_touched=touched)
             finally:
                 if self.warm:  # closed off the grading's path (``aclose``, which runs started ahead need, waits)
                     held = False
-                    self._background(self._stop(started, key, (snapshot, env, command, spec)))
+                    self._background(self._stop(started, key, plan.how))
                 else:
                     await started.stop()
         finally:

@@ -152,15 +152,17 @@ async def run_in_remote_sandbox(template: str, *, sessions: Any, task_row: dict[
 
 async def run_in_session(template: str, *, open_session: Callable[[dict[str, str]], Awaitable[Any]], task: str,
                          workdir: str, session_id: str, model: str, timeout_s: float,
-                         capture_diff: bool = False, keep_state: bool = False) -> HarnessResult:
+                         capture_diff: bool = False, keep_state: bool = False,
+                         ended: Callable[[], None] | None = None) -> HarnessResult:
     """The harness in a session its caller opens (``open_session(env)``, given the harness's
     environment; e.g. an image-backed one, `coderl.swe.harbor_grader.HarborRunner`) over ``workdir``,
     relayed to the gateway at 127.0.0.1:SANDBOX_PORT as in ``run_in_sandbox`` ('' = the session's own). ``keep_state``: the
-    result also carries the episode's filesystem change (a local session's)."""
+    result also carries the episode's filesystem change (a local session's). ``ended``: called when
+    the harness has returned, before the diff is captured (a grader starts its run then)."""
     values = _values(f"http://127.0.0.1:{SANDBOX_PORT}", session_id, model, f"/tmp/{TASK_FILE}", workdir)
     session = await open_session(_environment(values))
     values["workdir"] = workdir or session.workdir  # '': the session's own (/repo, or the image's work dir)
-    return await _episode(session, template, values, task, timeout_s, capture_diff, keep_state)
+    return await _episode(session, template, values, task, timeout_s, capture_diff, keep_state, ended)
 
 
 def _limits(timeout_s: float) -> Any:
@@ -170,13 +172,15 @@ def _limits(timeout_s: float) -> Any:
 
 
 async def _episode(session: Any, template: str, values: dict[str, str], task: str, timeout_s: float,
-                   capture_diff: bool, keep_state: bool = False) -> HarnessResult:
+                   capture_diff: bool, keep_state: bool = False, ended: Callable[[], None] | None = None) -> HarnessResult:
     """One episode in an open session, local or remote (the same interface); closes it."""
     started = time.monotonic()
     diff = diff_error = state = None
     try:
         await session.write_file(f"/tmp/{TASK_FILE}", task.encode())
         result = await session.exec(render_command(template, values), timeout_s=timeout_s)
+        if ended is not None:
+            ended()
         if capture_diff:
             try:
                 diff = await session.finish()
