@@ -9,7 +9,9 @@
 # AGENT_LOOPS (agent-loop YAML), MINI_SWE_AGENT_VENV, CODERL_AGENT_SCORE (repo|code), SANDBOX_URL (code
 # score), DEVICE, N_GPUS, NNODES, PROJECT, EXPERIMENT, OUTPUT_DIR, TRAIN_BATCH, MINI_BATCH, ROLLOUT_N,
 # LR, MAX_PROMPT, MAX_RESPONSE, TEMPERATURE, EPOCHS, SAVE_FREQ, TEST_FREQ, AGENT_WORKERS, GPU_MEM_UTIL,
-# RECORD_DIR (per-episode records for `coderl view`, default OUTPUT_DIR/records, empty: off), RECORD_EVERY.
+# RECORD_DIR (per-episode records for `coderl view`, default OUTPUT_DIR/records, empty: off), RECORD_EVERY,
+# CODERL_GRADING_WARM (grading runs started ahead per repository task, default 1: a group grades each task
+# ROLLOUT_N times; 0 = off).
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 parse_common_args "$@"
@@ -38,7 +40,8 @@ grpo_overrides \
   "+ray_kwargs.ray_init.runtime_env.env_vars.MINI_SWE_AGENT_VENV='${MINI_SWE_AGENT_VENV:-/opt/mini-swe-agent}'" \
   "+ray_kwargs.ray_init.runtime_env.env_vars.CODERL_AGENT_SCORE='${CODERL_AGENT_SCORE:-repo}'" \
   "+ray_kwargs.ray_init.runtime_env.env_vars.CODERL_RECORD_DIR='${RECORD_DIR-$OUTPUT_DIR/records}'" \
-  "+ray_kwargs.ray_init.runtime_env.env_vars.CODERL_RECORD_EVERY='${RECORD_EVERY:-1}'"
+  "+ray_kwargs.ray_init.runtime_env.env_vars.CODERL_RECORD_EVERY='${RECORD_EVERY:-1}'" \
+  "+ray_kwargs.ray_init.runtime_env.env_vars.CODERL_GRADING_WARM='${CODERL_GRADING_WARM:-1}'"
 export MINI_SWE_AGENT_VENV="${MINI_SWE_AGENT_VENV:-/opt/mini-swe-agent}" CODERL_AGENT_SCORE="${CODERL_AGENT_SCORE:-repo}"
 
 # the agent-loop YAML: options, command placeholders, harness install (errors stop here, warnings print)

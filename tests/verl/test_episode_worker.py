@@ -33,9 +33,8 @@ def test_one_worker_per_server_manager_and_closed_it_leaves_nothing(tokenizer, t
         server, other = ScriptedServer(tokenizer, [[1]]), ScriptedServer(tokenizer, [[1]])
         worker = await EpisodeWorker.of(server, tokenizer, {}, "m")
         assert await EpisodeWorker.of(server, tokenizer, {}, "m") is worker
-        # a GRPO group grades each task several times: one grading run per task started ahead
-        assert worker.local.grading_warm == (int(os.environ["CODERL_GRADING_WARM"])
-                                             if os.environ.get("CODERL_GRADING_WARM") else 1)
+        # grading runs started ahead as CODERL_GRADING_WARM says (scripts/run_agent_rl.sh: 1)
+        assert worker.local.grading_warm == int(os.environ.get("CODERL_GRADING_WARM") or 0)
         assert await EpisodeWorker.of(other, tokenizer, {}, "m") is not worker
         async with httpx.AsyncClient() as client:
             assert (await client.get(worker.http_url + "/v1/models")).status_code == 200

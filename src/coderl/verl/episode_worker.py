@@ -45,9 +45,10 @@ class EpisodeWorker:
         self.socket_path = str(socket_dir / "gateway.sock")
         self.loop = asyncio.get_running_loop()
         self.host = SessionHost()
-        try:  # every task kind, on this host; a GRPO group grades each task several times: one grading
-            # run per task started ahead by default (CODERL_GRADING_WARM), the same work off the grading's path
-            warm = grading_warm_setting(os.environ, 1)
+        try:  # every task kind, on this host; grading runs started ahead per task as CODERL_GRADING_WARM says
+            # (scripts/run_agent_rl.sh sets 1: a GRPO group grades each task several times). Off unless set: a
+            # worker verl never closes would leave them to its event loop's end
+            warm = grading_warm_setting(os.environ, 0)
         except ValueError as exc:
             raise BadRequest(str(exc)) from None
         self.local = LocalEpisodes(self.host, gateway_socket=self.socket_path, grading_warm=warm)
