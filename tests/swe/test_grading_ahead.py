@@ -40,6 +40,11 @@ class CountingGrader(RepoGrader):
         return started
 
 
+def counting(host: SessionHost, root, warm: int = 1) -> CountingGrader:  # type: ignore[no-untyped-def]
+    """A grader over the task set at ``root`` with ``warm`` runs started ahead per task."""
+    return CountingGrader(host, RepoStore(root / "repos", root / "cache"), env_cache=default_cache_dir(), warm=warm)
+
+
 async def _waiting(grader: RepoGrader) -> None:
     for _ in range(1200):  # a sandbox's open: well under a second, more on a loaded machine
         if grader.ahead():
@@ -53,8 +58,7 @@ def test_a_run_started_ahead_grades_as_a_cold_one_and_is_used_once(intervals):
 
     async def main():
         async with SessionHost() as host:
-            store = RepoStore(root / "repos", root / "cache")
-            grader = CountingGrader(host, store, env_cache=default_cache_dir(), warm=1)
+            grader = counting(host, root)
             try:
                 first = await grader.grade(task, task.gold_patch)  # cold: one start, then one ahead
                 await _waiting(grader)
@@ -133,8 +137,7 @@ def test_a_run_expected_at_the_episodes_end_is_the_one_its_grading_takes(interva
 
     async def main():
         async with SessionHost() as host:
-            store = RepoStore(root / "repos", root / "cache")
-            grader = CountingGrader(host, store, env_cache=default_cache_dir(), warm=1)
+            grader = counting(host, root)
             try:
                 grader.expect(task)
                 await _waiting(grader)
@@ -143,7 +146,7 @@ def test_a_run_expected_at_the_episodes_end_is_the_one_its_grading_takes(interva
                 assert grader.starts == 1 and grader.ahead() == 1
                 result = await grader.grade(task, task.gold_patch)
                 assert grader.starts == 1, "the grading started its own sandbox instead of the one expected"
-                cold = RepoGrader(host, store, env_cache=default_cache_dir())
+                cold = counting(host, root, warm=0)
                 cold.expect(task)  # no runs ahead asked for: nothing started
                 await asyncio.sleep(0.2)
                 assert cold.ahead() == 0

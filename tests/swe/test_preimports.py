@@ -9,8 +9,6 @@ sandbox."""
 from __future__ import annotations
 
 import asyncio
-import zipfile
-from pathlib import Path
 
 from coderl.sandbox.session import SessionHost
 from coderl.swe import preimports
@@ -19,6 +17,7 @@ from coderl.swe.grader import RepoGrader
 from coderl.swe.store import RepoStore
 from coderl.swe.task import EnvSpec, RepoTask
 from tests.swe.test_pin_overrides import PYTHON, tiny_project
+from tests.swe.test_unit_repo_env import make_wheel
 
 # each dependency's module source, and what it requires; the probe keeps the pure ones
 DEPS = {
@@ -60,19 +59,6 @@ new file mode 100644
 """
 
 
-def _wheel(folder: Path, name: str, source: str, requires: tuple[str, ...]) -> Path:
-    dist = f"{name}-1.0.dist-info"
-    meta = f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n" + "".join(f"Requires-Dist: {r}\n" for r in requires)
-    files = {f"{name}/__init__.py": source, f"{dist}/METADATA": meta,
-             f"{dist}/WHEEL": "Wheel-Version: 1.0\nGenerator: coderl-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
-    wheel = folder / f"{name}-1.0-py3-none-any.whl"
-    with zipfile.ZipFile(wheel, "w") as zf:
-        for path, text in files.items():
-            zf.writestr(path, text)
-        zf.writestr(f"{dist}/RECORD", "".join(f"{p},,\n" for p in [*files, f"{dist}/RECORD"]))
-    return wheel
-
-
 class Recording(RepoGrader):
     """Records what each grading run it starts was told to import ahead."""
 
@@ -84,8 +70,8 @@ class Recording(RepoGrader):
 
 
 def test_pure_required_modules_are_imported_ahead_and_never_in_place_of_the_work_trees(tmp_path):
-    (tmp_path / "wheels").mkdir()
-    wheels = {name: _wheel(tmp_path / "wheels", name, source, requires) for name, (source, requires) in DEPS.items()}
+    wheels = {name: make_wheel(tmp_path / "wheels", name, source=source, requires=requires)
+              for name, (source, requires) in DEPS.items()}
     requires = [n for n in DEPS if n not in ("dep_sub", "dep_extra")] + ["dep_extra; extra == 'x'"]
     cache, source = tiny_project(tmp_path, "tinypre", requires, PROJECT)
     spec = EnvSpec(python=PYTHON, install=".", source=source,

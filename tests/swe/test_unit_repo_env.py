@@ -18,12 +18,15 @@ from coderl.swe.environment import EnvBuildError, build_env, env_key
 from coderl.swe.task import EnvSpec
 
 
-def make_wheel(folder: Path, name: str = "coderl_unit_tiny", version: str = "1.0") -> Path:
-    """A pure-Python wheel holding one module, ``VALUE = 42``: enough for pip to install offline."""
+def make_wheel(folder: Path, name: str = "coderl_unit_tiny", version: str = "1.0", source: str = "VALUE = 42\n",
+               requires: tuple[str, ...] = ()) -> Path:
+    """A pure-Python wheel holding one module (``source``, by default ``VALUE = 42``) that requires
+    ``requires``: enough for pip to install offline."""
     folder.mkdir(parents=True, exist_ok=True)
     dist = f"{name}-{version}.dist-info"
-    files = {f"{name}.py": "VALUE = 42\n",
-             f"{dist}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+    files = {f"{name}.py": source,
+             f"{dist}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+                                 + "".join(f"Requires-Dist: {r}\n" for r in requires),
              f"{dist}/WHEEL": "Wheel-Version: 1.0\nGenerator: coderl-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
     wheel = folder / f"{name}-{version}-py3-none-any.whl"
     with zipfile.ZipFile(wheel, "w") as zf:
