@@ -42,6 +42,7 @@ import argparse
 import asyncio
 import json
 import os
+import secrets
 import shlex
 import statistics
 import subprocess
@@ -51,10 +52,9 @@ from pathlib import Path
 
 from coderl.sandbox import session_diffs
 from coderl.sandbox.session import REPO, SessionHost
-from coderl.swe import pristine_cache
 from coderl.swe.environment import site_packages
 from coderl.swe.grader import RepoGrader
-from coderl.swe.grading_run import base_tree, launch, locate_config, test_files, written_byte_code
+from coderl.swe.grading_run import test_files, written_byte_code
 from coderl.swe.store import RepoStore
 from coderl.swe.task import RepoTask
 from coderl.swe.verdicts import decide
@@ -95,17 +95,13 @@ async def steps(grader: RepoGrader, task: RepoTask) -> dict[str, float]:
     """The grader's steps one by one (the gold patch; the task's tests restored as ``_grade`` does)."""
     out: dict[str, float] = {}
     lap = timer()
-    snapshot = await asyncio.to_thread(grader.store.snapshot, task.repo, task.base_commit)
-    base = await asyncio.to_thread(base_tree, snapshot)
-    snapshot, env = await grader._built(task)
-    rootdir, inifile = await asyncio.to_thread(locate_config, env, snapshot, tuple(test_files(task)))
-    cache = pristine_cache.cache_dir(grader.env_cache, env, task)
-    ahead = await grader._preimports(snapshot, env)  # the grader's own list (swe.preimports)
+    plan = await grader._plan(task)  # what ``_grade`` runs: snapshot, environment, command, spec (cached
+    assert not isinstance(plan, str), plan  # pristine compilation, the modules imported ahead), base blobs
+    snapshot, env, command, planned = plan.how
+    base, inifile = plan.base, plan.inifile
 
-    def launch_run() -> tuple[str, dict]:  # as the grader does: the protected files' compilation cached,
-        command, spec = launch(task, env, rootdir, inifile)  # the required modules imported ahead
-        spec = {**spec, "pristine_cache": str(cache)} if cache is not None else spec
-        return command, {**spec, "preimport": list(ahead)} if ahead else spec
+    def launch_run() -> tuple[str, dict]:  # the grader's command and spec, a nonce of its own each run
+        return command, {**planned, "nonce": secrets.token_hex(32)}
 
     command, spec = launch_run()
     out["host lookups"] = lap()

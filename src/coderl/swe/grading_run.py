@@ -126,6 +126,22 @@ def compiled_launcher(env: Path) -> Path:
     return target / "launcher.pyc" if built else LAUNCHER
 
 
+def launcher_build(env: Path, *parts: str) -> str | None:
+    """A key for what the host caches per build of ``env`` (with ``parts``): the environment, its
+    compiled launcher's sources and that file's inode and mtime, which stand for this build (one
+    rebuilt at the same path, a newer pytest or a patched interpreter, compiles it anew and so
+    gets a new key). None when the launcher runs from source or its file cannot be read."""
+    launcher = compiled_launcher(env)
+    if launcher == LAUNCHER:
+        return None
+    try:
+        built = launcher.stat()
+    except OSError:
+        return None
+    return hashlib.sha256("\0".join([str(env), launcher.parent.name, f"{built.st_ino}:{built.st_mtime_ns}", *parts])
+                          .encode("utf-8", "surrogateescape")).hexdigest()[:32]
+
+
 @lru_cache(maxsize=64)
 def base_tree(snapshot: Path) -> dict[str, str]:
     """path -> git blob id of every file in the snapshot's base commit."""

@@ -19,7 +19,6 @@ plain pytest would have imported:
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import subprocess
@@ -30,7 +29,7 @@ from pathlib import Path
 
 from coderl.errors import CoderlError
 from coderl.swe.environment import site_packages
-from coderl.swe.grading_run import LAUNCHER, base_tree, compiled_launcher, run_env_python
+from coderl.swe.grading_run import base_tree, compiled_launcher, launcher_build, run_env_python
 
 CACHE = "grading-preimport"
 _PROBE_TIMEOUT_S = 120
@@ -42,16 +41,8 @@ def cache_file(root: Path, env: Path) -> Path | None:
     """Where the probe's answer for ``env`` is kept under ``root`` (the grader's cache): one file
     per environment and compiled launcher build (a rebuilt environment, or a new probe, asks again).
     None when the launcher runs from source (no build to key on)."""
-    launcher = compiled_launcher(env)
-    if launcher == LAUNCHER:
-        return None
-    try:
-        built = launcher.stat()
-    except OSError:
-        return None
-    name = hashlib.sha256("\0".join([str(env), launcher.parent.name, f"{built.st_ino}:{built.st_mtime_ns}"])
-                          .encode("utf-8", "surrogateescape")).hexdigest()[:32]
-    return root / CACHE / f"{name}.json"
+    name = launcher_build(env)
+    return None if name is None else root / CACHE / f"{name}.json"
 
 
 def known(root: Path, env: Path) -> tuple[str, ...] | None:

@@ -30,7 +30,7 @@ from pathlib import Path
 from coderl.errors import CoderlError
 from coderl.sandbox.session import REPO
 from coderl.swe.environment import site_packages
-from coderl.swe.grading_run import LAUNCHER, compiled_launcher, run_env_python
+from coderl.swe.grading_run import compiled_launcher, launcher_build, run_env_python
 from coderl.swe.pytest_inside.launcher import wanted_names
 from coderl.swe.pytest_inside.rewrites import Pristine, cache_key
 from coderl.swe.task import RepoTask
@@ -45,16 +45,11 @@ def cache_dir(root: Path, env: Path, task: RepoTask) -> Path | None:
     """The task's cache under ``root`` (the grader's cache): one directory per environment, compiled
     launcher (its sources' hash, so a change of ``Pristine`` starts a new one) and task (its test
     patch); made now. None when the launcher runs from source."""
-    launcher = compiled_launcher(env)
-    if launcher == LAUNCHER:
+    name = launcher_build(env, task.instance_id, task.test_patch)  # a rebuilt environment starts a new cache
+    if name is None:
         return None
-    try:  # the compiled launcher's file stands for this build of the environment: one rebuilt at
-        # the same path (a newer pytest, a patched interpreter) compiles it anew, and starts a new cache
-        built = launcher.stat()
-        name = hashlib.sha256("\0".join([str(env), launcher.parent.name, f"{built.st_ino}:{built.st_mtime_ns}",
-                                          task.instance_id, task.test_patch])
-                              .encode("utf-8", "surrogateescape")).hexdigest()[:32]
-        path = root / CACHE / name
+    path = root / CACHE / name
+    try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError:  # no cache (a full or read-only disk): the runs compile the files themselves
         return None
